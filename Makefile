@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` and `make test`. Each creates .venv on first use.
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+# CPU torch by default. On a machine without a local CPU wheel, add
+#   TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
+TORCH_SPEC  ?= torch==2.13.0
+TORCH_INDEX ?=
+PYTEST_ARGS ?=
+
+.PHONY: demo test install bench clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/botgrpo demo
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/botgrpo bench advantages
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

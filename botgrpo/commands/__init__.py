@@ -1,0 +1,1 @@
+"""Subcommands of the ``botgrpo`` CLI, one module each (see :mod:`botgrpo.cli`)."""

@@ -1,0 +1,111 @@
+"""Typed settings, layered: defaults < YAML file < environment (``BOTGRPO_*``) < flags.
+
+Each component declares a pydantic model; :func:`load` fills it from the layers and reports
+every bad value at once with the layer it came from, instead of failing deep inside a run.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+M = TypeVar("M", bound=BaseModel)
+ENV_PREFIX = "BOTGRPO_"
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used, with every problem named."""
+
+
+class AlgorithmSettings(BaseModel):
+    """The three independent axes of a policy update, each a registry name, plus its knobs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    estimator: str = Field("bot_grpo", description="advantage estimator (trainer.advantages.ESTIMATORS)")
+    estimator_options: dict[str, Any] = Field(default_factory=dict, description="keyword options of the estimator, e.g. {eps: 1e-6}")
+    policy_loss: str = Field("ppo_clip", description="policy loss (trainer.losses.POLICY_LOSSES)")
+    eps_low: float = Field(0.2, ge=0, lt=1, description="lower clip range: ratio >= 1 - eps_low")
+    eps_high: float = Field(0.2, ge=0, description="upper clip range: ratio <= 1 + eps_high")
+    aggregation: str = Field("token-mean", description="loss aggregation (trainer.losses.AGGREGATIONS)")
+    kl_estimator: str = Field("k3", description="KL estimator (trainer.losses.KL_ESTIMATORS)")
+    kl_coef: float = Field(0.0, ge=0, description="weight of the KL penalty; 0 loads no reference model")
+
+    @field_validator("estimator")
+    @classmethod
+    def _known_estimator(cls, name: str) -> str:
+        from trainer.advantages import ESTIMATORS
+        return _known(name, ESTIMATORS, "advantage estimator")
+
+    @field_validator("policy_loss")
+    @classmethod
+    def _known_policy_loss(cls, name: str) -> str:
+        from trainer.losses import POLICY_LOSSES
+        return _known(name, POLICY_LOSSES, "policy loss")
+
+    @field_validator("aggregation")
+    @classmethod
+    def _known_aggregation(cls, name: str) -> str:
+        from trainer.losses import AGGREGATIONS
+        return _known(name, AGGREGATIONS, "loss aggregation")
+
+    @field_validator("kl_estimator")
+    @classmethod
+    def _known_kl(cls, name: str) -> str:
+        from trainer.losses import KL_ESTIMATORS
+        return _known(name, KL_ESTIMATORS, "KL estimator")
+
+
+def _known(name: str, registry: Mapping[str, Any], kind: str) -> str:
+    if name not in registry:
+        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
+    return name
+
+
+def _from_env(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Values for ``model``'s fields from ``BOTGRPO_<FIELD>`` variables (YAML syntax, so
+    ``BOTGRPO_KL_COEF=0.1`` is a float and ``BOTGRPO_ESTIMATOR_OPTIONS='{eps: 1e-4}'`` a dict)."""
+    values = {}
+    for name in model.model_fields:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw is not None:
+            values[name] = yaml.safe_load(raw) if raw.strip() else raw
+    return values
+
+
+def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    """A YAML mapping from ``path``, or a SettingsError saying what is wrong with the file."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise SettingsError(f"cannot read settings file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"settings file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"settings file {path} must hold a mapping, not {type(data).__name__}")
+    return data
+
+
+def load(model: type[M], yaml_path: Optional[str | os.PathLike] = None, *,
+         section: Optional[str] = None, overrides: Optional[Mapping[str, Any]] = None,
+         environ: Optional[Mapping[str, str]] = None) -> M:
+    """Build ``model`` from defaults < YAML (``section`` of it, if given) < env < ``overrides``.
+
+    ``overrides`` entries that are None are ignored, so unset flags do not mask other layers.
+    """
+    values: dict[str, Any] = {}
+    if yaml_path is not None:
+        data = read_yaml(yaml_path)
+        values.update(data.get(section, {}) if section else data)
+    values.update(_from_env(model, os.environ if environ is None else environ))
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors())
+        raise SettingsError(f"invalid {model.__name__}: {problems}") from None

@@ -1,0 +1,120 @@
+"""Naive per-group, per-rollout Python references for the advantage estimators.
+
+Written straight from the formulas with loops and float64, independent of the vectorised
+implementation, so the tests compare two derivations rather than one code path twice.
+"""
+import math
+
+import torch
+
+
+def _rows(mask, group_ids):
+    groups = {}
+    for i, gid in enumerate(group_ids.tolist()):
+        groups.setdefault(gid, []).append(i)
+    return groups
+
+
+def _tokens(r, mask, i):
+    return [float(x) for x, keep in zip(r[i].tolist(), mask[i].tolist()) if keep]
+
+
+def _seq_rewards(r, mask, seq_rewards):
+    out = []
+    for i in range(r.shape[0]):
+        toks = _tokens(r, mask, i)
+        if seq_rewards is not None:
+            out.append(float(seq_rewards[i]))
+        else:
+            out.append(sum(toks) / len(toks) if toks else None)
+    return out
+
+
+def _fill(r, mask, per_rollout_tokens):
+    out = torch.zeros_like(r, dtype=torch.float64)
+    for i, values in per_rollout_tokens.items():
+        cols = [t for t in range(r.shape[1]) if mask[i, t]]
+        for t, v in zip(cols, values):
+            out[i, t] = v
+    return out
+
+
+def naive_bot_grpo(r, mask, group_ids, seq_rewards=None, eps=1e-6, use_reward_to_go=False):
+    toks = {i: _tokens(r, mask, i) for i in range(r.shape[0])}
+    if use_reward_to_go:
+        toks = {i: [sum(v[t:]) for t in range(len(v))] for i, v in toks.items()}
+    result = {}
+    for rows in _rows(mask, group_ids).values():
+        bag = [(x, 1.0 / len(toks[i])) for i in rows for x in toks[i]]
+        if not bag:
+            continue
+        W = sum(w for _, w in bag)
+        mu = sum(w * x for x, w in bag) / W
+        sigma = math.sqrt(sum(w * (x - mu) ** 2 for x, w in bag) / W)
+        for i in rows:
+            result[i] = [(x - mu) / (sigma + eps) if sigma > 1e-12 else 0.0 for x in toks[i]]
+    return _fill(r, mask, result)
+
+
+def _sequence_estimator(per_group):
+    def estimator(r, mask, group_ids, seq_rewards=None, **options):
+        R = _seq_rewards(r, mask, seq_rewards)
+        result = {}
+        for rows in _rows(mask, group_ids).values():
+            members = [i for i in rows if R[i] is not None]
+            values = [R[i] for i in members]
+            for i, adv in zip(members, per_group(values, **options)):
+                result[i] = [adv] * len(_tokens(r, mask, i))
+        return _fill(r, mask, result)
+    return estimator
+
+
+def _grpo(values, eps=1e-6):
+    n = len(values)
+    if n < 2:
+        return [0.0] * n
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return [(v - mean) / (std + eps) if std > 1e-12 else 0.0 for v in values]
+
+
+def _dr_grpo(values):
+    mean = sum(values) / len(values) if values else 0.0
+    return [v - mean for v in values]
+
+
+def _rloo(values):
+    n = len(values)
+    if n < 2:
+        return [0.0] * n
+    total = sum(values)
+    return [v - (total - v) / (n - 1) for v in values]
+
+
+def naive_pure(r, mask, group_ids, seq_rewards=None, temperature=0.1):
+    result = {}
+    for i in range(r.shape[0]):
+        p = _tokens(r, mask, i)
+        returns = []
+        for t in range(len(p)):
+            future = p[t:]
+            if temperature <= 0:
+                returns.append(min(future))
+            else:
+                low = min(future)
+                ws = [math.exp(-(x - low) / temperature) for x in future]
+                returns.append(sum(w * x for w, x in zip(ws, future)) / sum(ws))
+        result[i] = returns
+    out = _fill(r, mask, result)
+    if seq_rewards is not None:
+        out = out + NAIVE["rloo"](r, mask, group_ids, seq_rewards)
+    return out
+
+
+NAIVE = {
+    "bot_grpo": naive_bot_grpo,
+    "grpo": _sequence_estimator(_grpo),
+    "dr_grpo": _sequence_estimator(_dr_grpo),
+    "rloo": _sequence_estimator(_rloo),
+    "pure": naive_pure,
+}

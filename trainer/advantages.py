@@ -1,0 +1,289 @@
+"""Advantage estimators: pure tensor functions from rewards to per-token advantages.
+
+Every estimator takes the same batch layout and is vectorised over groups with segment
+reductions (``index_add``), so its cost is a few passes over the ``(B, T)`` tensor whatever the
+number or order of groups.
+
+Shared conventions (see ``docs/algorithms.md`` for the derivations):
+
+* ``token_rewards`` ``(B, T)``: reward of each completion token; ignored where ``mask`` is False.
+* ``mask`` ``(B, T)`` bool: True on completion tokens. ``L_i`` is row i's token count.
+* ``group_ids`` ``(B,)`` int: rollouts of one prompt share an id; ids may be any integers in any
+  order (groups may be interleaved).
+* ``seq_rewards`` ``(B,)`` or None: sequence-level estimators use it when given, else each
+  rollout's mean token reward ``R_i = sum_t r_it / L_i``.
+* A rollout takes part in its group's statistics when its reward is defined: always when
+  ``seq_rewards`` is given, else (and always for token-level estimators) only when ``L_i > 0``.
+* Where a spread is undefined or zero (a group of one, all-equal rewards) the advantage is exactly
+  0.0, never NaN. Output is exactly 0.0 where ``mask`` is False.
+* Arithmetic runs in float32 (float64 inputs stay float64); the result has the rewards' dtype.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor
+
+Estimator = Callable[..., Tensor]
+ESTIMATORS: dict[str, Estimator] = {}
+
+
+def register(name: str) -> Callable[[Estimator], Estimator]:
+    """Add an estimator to :data:`ESTIMATORS` under ``name``."""
+
+    def add(fn: Estimator) -> Estimator:
+        if name in ESTIMATORS:
+            raise ValueError(f"advantage estimator {name!r} is already registered")
+        ESTIMATORS[name] = fn
+        return fn
+
+    return add
+
+
+# --------------------------------------------------------------------------- segment helpers
+class _Groups:
+    """Dense group indices and per-group reductions for one batch."""
+
+    def __init__(self, group_ids: Tensor):
+        _, self.index = torch.unique(group_ids, return_inverse=True)
+        self.count = int(self.index.max()) + 1 if self.index.numel() else 0
+
+    def sum(self, per_rollout: Tensor) -> Tensor:
+        """``(B,) -> (G,)``: sum of each group's members."""
+        out = per_rollout.new_zeros(self.count)
+        return out.index_add_(0, self.index, per_rollout)
+
+    def gather(self, per_group: Tensor) -> Tensor:
+        """``(G,) -> (B,)``: each rollout's group value."""
+        return per_group[self.index]
+
+
+def _compute_dtype(t: Tensor) -> torch.dtype:
+    return torch.float64 if t.dtype == torch.float64 else torch.float32
+
+
+def _safe_div(num: Tensor, den: Tensor) -> Tensor:
+    """``num / den`` with 0 where ``den == 0`` (no NaN, no inf)."""
+    return torch.where(den > 0, num / den.clamp_min(torch.finfo(num.dtype).tiny), torch.zeros_like(num))
+
+
+def _pick_per_group(values: Tensor, valid: Tensor, groups: _Groups) -> Tensor:
+    """``(B,)``: for each rollout, one valid member's value from its group (0 if none is valid).
+
+    Subtracting such an observed value before taking moments ("shifted data") keeps them
+    accurate, and makes a group whose rewards are all equal produce exact zeros, hence an
+    advantage of exactly 0.0 rather than rounding noise divided by ``eps``.
+    """
+    picked = values.new_zeros(groups.count)
+    picked.index_put_((groups.index[valid],), values[valid])  # any member will do
+    return groups.gather(picked)
+
+
+def _first_token_values(r: Tensor, mask: Tensor) -> Tensor:
+    """``(B,)`` reward of each rollout's first completion token (row 0's value if it has none).
+
+    Right-padded rows start at column 0, so only the other rows pay for an ``argmax``.
+    """
+    index = torch.zeros(r.shape[0], dtype=torch.long, device=r.device)
+    late = (~mask[:, 0]).nonzero().squeeze(1)
+    if late.numel():
+        index[late] = mask[late].view(torch.uint8).argmax(dim=1)
+    return r.gather(1, index[:, None]).squeeze(1)
+
+
+def _lengths(mask: Tensor) -> Tensor:
+    """``(B,)`` float64 completion-token counts (summed through a uint8 view: bool sums are slow)."""
+    return mask.view(torch.uint8).sum(dim=1, dtype=torch.float64)
+
+
+def sequence_rewards(token_rewards: Tensor, mask: Tensor, seq_rewards: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+    """``(R, valid)``: the sequence reward of each rollout and whether it is defined.
+
+    ``R_i = seq_rewards_i`` when given, else ``sum_t r_it / L_i`` (undefined when ``L_i = 0``).
+    """
+    dtype = _compute_dtype(token_rewards)
+    if seq_rewards is not None:
+        if seq_rewards.shape != token_rewards.shape[:1]:
+            raise ValueError(f"seq_rewards must have shape {tuple(token_rewards.shape[:1])}, got {tuple(seq_rewards.shape)}")
+        rewards = seq_rewards.to(dtype)
+        return rewards, torch.ones_like(rewards, dtype=torch.bool)
+    r = token_rewards.to(dtype)
+    first = _first_token_values(r, mask)
+    lengths = _lengths(mask).to(dtype)
+    # shifted by the first token so that a rollout of equal rewards has exactly that mean
+    shifted_sum = torch.where(mask, r - first[:, None], 0.0).sum(dim=1)
+    return first + _safe_div(shifted_sum, lengths), lengths > 0
+
+
+def _group_stats(values: Tensor, valid: Tensor, groups: _Groups) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-rollout ``(n_g, values - mean_g, sum of squared deviations_g)`` over valid members."""
+    w = valid.to(values.dtype)
+    n = groups.sum(w)
+    shifted = torch.where(valid, values - _pick_per_group(values, valid, groups), 0.0)
+    centred = torch.where(valid, shifted - groups.gather(_safe_div(groups.sum(shifted), n)), 0.0)
+    ss = groups.sum(centred * centred)
+    return groups.gather(n), centred, groups.gather(ss)
+
+
+def _broadcast(per_rollout: Tensor, mask: Tensor, like: Tensor) -> Tensor:
+    return torch.where(mask, per_rollout[:, None], 0.0).to(like.dtype)
+
+
+# --------------------------------------------------------------------------- token-level
+def reward_to_go(token_rewards: Tensor, mask: Tensor) -> Tensor:
+    """``G_it = sum_{s >= t} r_is`` over completion tokens (undiscounted return)."""
+    r = torch.where(mask, token_rewards, 0.0)
+    return torch.where(mask, r.flip(1).cumsum(1).flip(1), 0.0)
+
+
+@register("bot_grpo")
+def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
+             *, eps: float = 1e-6, use_reward_to_go: bool = False) -> Tensor:
+    """BoT-GRPO: normalise every token against its group's length-weighted bag of tokens.
+
+    Each token (i, t) of group g weighs ``w_it = 1 / L_i`` (every rollout weighs 1 in total)::
+
+        mu_g    = sum_{i,t} w_it r_it / sum_{i,t} w_it
+        sigma_g = sqrt( sum_{i,t} w_it (r_it - mu_g)^2 / sum_{i,t} w_it )
+        A_it    = (r_it - mu_g) / (sigma_g + eps)
+
+    With ``use_reward_to_go`` the bag holds ``G_it = sum_{s>=t} r_is`` instead of ``r_it``.
+    ``seq_rewards`` is ignored: this estimator is defined on token rewards.
+    """
+    dtype = _compute_dtype(token_rewards)
+    r = token_rewards.to(dtype)
+    if use_reward_to_go:
+        r = reward_to_go(r, mask)
+    # One pass over the tokens gives each rollout's shifted moments; the group statistics are
+    # then combined on (B,) vectors in float64 (law of total variance, each rollout weighing 1):
+    #   m_i = c_i + S1_i / L_i,   v_i = S2_i / L_i - (S1_i / L_i)^2,
+    #   mu_g = mean_i m_i,        sigma_g^2 = mean_i v_i + mean_i (m_i - mu_g)^2
+    # where S_k are sums of (r - c_i)^k and c_i is the rollout's first reward (shifted data).
+    first = _first_token_values(r, mask)[:, None]
+    # padding takes the shift value, so x is exactly 0 there whatever it held (inf, NaN)
+    x = torch.where(mask, r, first).sub_(first)
+    maskf = mask.view(torch.uint8).to(dtype)  # via uint8: bool -> float is several times slower
+    lengths = maskf.sum(dim=1).double()
+    has_tokens = lengths > 0
+    s1 = x.sum(dim=1).double()
+    s2 = torch.linalg.vecdot(x, x).double()
+    inv_len = _safe_div(torch.ones_like(lengths), lengths)
+    mean_shift = s1 * inv_len                                         # m_i - c_i
+    within = (s2 * inv_len - mean_shift * mean_shift).clamp_min(0.0)  # v_i
+    groups = _Groups(group_ids)
+    n, centred, between = _group_stats(first.squeeze(1).double() + mean_shift, has_tokens, groups)
+    sigma = _safe_div(groups.gather(groups.sum(within * has_tokens)) + between, n).sqrt()
+    scale = _safe_div(torch.ones_like(sigma), sigma + eps)
+    offset = (centred - mean_shift) * scale                           # (c_i - mu_g) / (sigma_g + eps)
+    # A_it = x_it * scale_i + offset_i * mask_it, in place on x (fresh (B, T) buffers cost page faults)
+    out = x.mul_(scale.to(dtype)[:, None]).addcmul_(maskf, offset.to(dtype)[:, None])
+    return out.to(token_rewards.dtype)
+
+
+# --------------------------------------------------------------------------- sequence-level
+@register("grpo")
+def grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
+         *, eps: float = 1e-6) -> Tensor:
+    """GRPO: ``A_i = (R_i - mean_g R) / (std_g R + eps)`` with the unbiased (n-1) group std.
+
+    Broadcast to every completion token of rollout i. A group of one has no std: advantage 0.
+    """
+    R, valid = sequence_rewards(token_rewards, mask, seq_rewards)
+    n, centred, ss = _group_stats(R, valid, _Groups(group_ids))
+    std = _safe_div(ss, n - 1).sqrt()
+    adv = torch.where((n > 1) & valid, _safe_div(centred, std + eps), 0.0)
+    return _broadcast(adv, mask, token_rewards)
+
+
+@register("dr_grpo")
+def dr_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None) -> Tensor:
+    """Dr. GRPO: ``A_i = R_i - mean_g R`` (no std normalisation, so no difficulty bias)."""
+    R, valid = sequence_rewards(token_rewards, mask, seq_rewards)
+    _, centred, _ = _group_stats(R, valid, _Groups(group_ids))
+    return _broadcast(torch.where(valid, centred, 0.0), mask, token_rewards)
+
+
+@register("rloo")
+def rloo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None) -> Tensor:
+    """RLOO: ``A_i = R_i - mean_{j != i} R_j = n/(n-1) (R_i - mean_g R)``; 0 for a group of one."""
+    R, valid = sequence_rewards(token_rewards, mask, seq_rewards)
+    n, centred, _ = _group_stats(R, valid, _Groups(group_ids))
+    adv = torch.where((n > 1) & valid, _safe_div(n, n - 1) * centred, 0.0)
+    return _broadcast(adv, mask, token_rewards)
+
+
+# --------------------------------------------------------------------------- PURE
+def softmin_to_go(process_rewards: Tensor, mask: Tensor, temperature: float) -> Tensor:
+    """Min-form return ``G_it = softmin_{s >= t}(p_is; tau)`` over completion tokens.
+
+    ``softmin(p; tau) = sum_s e^{-p_s/tau} p_s / sum_s e^{-p_s/tau}``, which tends to the strict
+    ``min_{s>=t} p_is`` as ``tau -> 0`` (``temperature=0`` computes the strict min). Evaluated with
+    reverse ``logcumsumexp`` on ``p - min(p) >= 0`` so no temperature under- or overflows; in
+    float64, because ``(p - min p) / tau`` is huge for small ``tau`` and float32 would lose the
+    difference of two such logs.
+    """
+    big = torch.finfo(process_rewards.dtype).max
+    p = torch.where(mask, process_rewards, big)
+    if temperature <= 0:
+        suffix_min = p.flip(1).cummin(1).values.flip(1)
+        return torch.where(mask, suffix_min, 0.0)
+    p = p.double()
+    low = p.amin(dim=1, keepdim=True)
+    shifted = torch.where(mask, p - low, 0.0)
+    logw = torch.where(mask, -shifted / temperature, -torch.inf)
+    log_den = logw.flip(1).logcumsumexp(1).flip(1)
+    log_num = (logw + shifted.log()).flip(1).logcumsumexp(1).flip(1)  # log 0 = -inf adds nothing
+    g = torch.where(log_num.isfinite(), (log_num - log_den).exp(), 0.0) + low
+    return torch.where(mask, g, 0.0).to(process_rewards.dtype)
+
+
+@register("pure")
+def pure(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
+         *, temperature: float = 0.1) -> Tensor:
+    """PURE: min-form credit assignment over process rewards, plus an RLOO verifiable reward.
+
+    ::
+
+        A_it = softmin_{s >= t}(p_is; temperature) + (V_i - mean_{j != i} V_j)
+
+    where ``p`` are the token (process) rewards and ``V = seq_rewards`` (the verifiable reward;
+    the second term is dropped when ``seq_rewards`` is None). ``temperature = 0`` is the strict min.
+    A token's credit is the worst step still ahead of it, so a good prefix cannot bank reward
+    that a later mistake would take back.
+    """
+    dtype = _compute_dtype(token_rewards)
+    adv = softmin_to_go(token_rewards.to(dtype), mask, temperature)
+    if seq_rewards is not None:
+        adv = adv + rloo(token_rewards.to(dtype), mask, group_ids, seq_rewards)
+    return adv.to(token_rewards.dtype)
+
+
+# --------------------------------------------------------------------------- entry point
+def compute_advantages(name: str, token_rewards: Tensor, mask: Tensor, group_ids: Tensor,
+                       seq_rewards: Optional[Tensor] = None, **options) -> Tensor:
+    """Per-token advantages ``(B, T)`` from the estimator registered as ``name``.
+
+    ``options`` go to the estimator (e.g. ``eps``, ``use_reward_to_go``, ``temperature``).
+    """
+    try:
+        estimator = ESTIMATORS[name]
+    except KeyError:
+        raise ValueError(f"unknown advantage estimator {name!r}; choose one of {sorted(ESTIMATORS)}") from None
+    _check_batch(token_rewards, mask, group_ids)
+    if token_rewards.numel() == 0:
+        return torch.zeros_like(token_rewards)
+    return estimator(token_rewards, mask, group_ids, seq_rewards, **options)
+
+
+def _check_batch(token_rewards: Tensor, mask: Tensor, group_ids: Tensor) -> None:
+    if token_rewards.dim() != 2:
+        raise ValueError(f"token_rewards must be (B, T), got shape {tuple(token_rewards.shape)}")
+    if not token_rewards.is_floating_point():
+        raise TypeError(f"token_rewards must be a float tensor, got {token_rewards.dtype}")
+    if mask.shape != token_rewards.shape or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor of shape {tuple(token_rewards.shape)}, "
+                         f"got {mask.dtype} {tuple(mask.shape)}")
+    if group_ids.shape != token_rewards.shape[:1] or group_ids.is_floating_point():
+        raise ValueError(f"group_ids must be an integer tensor of shape {tuple(token_rewards.shape[:1])}, "
+                         f"got {group_ids.dtype} {tuple(group_ids.shape)}")
