@@ -1,0 +1,141 @@
+"""Isolation layers for the Node compile workers: what exists, what this host can provide,
+and which layers a pool actually runs with.
+
+Untrusted model output is compiled (never executed) by the workers, but compilers are large
+attack surfaces, so every worker is wrapped in independent layers; losing one (e.g. no
+bubblewrap on a laptop) must not silently lose the others. The operator lists layers they
+*require*; a required layer that this host cannot provide makes pool start-up fail closed
+with :class:`IsolationUnavailable` naming the layer. Everything else available is used.
+
+Building the actual command line lives in :mod:`sandbox.launcher`.
+"""
+
+from __future__ import annotations
+
+import functools
+import resource
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+# Layer names (stable strings: they appear in configs, logs and pool.active_layers()).
+CLEAN_ENV = "clean_env"  # minimal environment: no inherited secrets (BOTGRPO_API_KEY, ...)
+WALL_TIMEOUT = "wall_timeout"  # per-request wall clock; the worker's process group is killed
+CPU_LIMIT = "cpu_limit"  # RLIMIT_CPU: backstop on total CPU seconds of a worker process
+MEMORY_LIMIT = "memory_limit"  # RLIMIT_DATA + V8 --max-old-space-size
+FILE_SIZE_LIMIT = "file_size_limit"  # RLIMIT_FSIZE
+NO_NETWORK = "no_network"  # empty network namespace (bwrap --unshare-net or unshare -n)
+FS_VIEW = "fs_view"  # bwrap: only /usr, the node dir (read-only) and a size-capped tmpfs
+DROP_PRIVILEGES = "drop_privileges"  # bwrap: uid nobody in a user ns, no caps, own pid/ipc ns
+
+ALL_LAYERS: tuple[str, ...] = (
+    CLEAN_ENV,
+    WALL_TIMEOUT,
+    CPU_LIMIT,
+    MEMORY_LIMIT,
+    FILE_SIZE_LIMIT,
+    NO_NETWORK,
+    FS_VIEW,
+    DROP_PRIVILEGES,
+)
+
+_RLIMIT_LAYERS = {
+    CPU_LIMIT: "RLIMIT_CPU",
+    MEMORY_LIMIT: "RLIMIT_DATA",
+    FILE_SIZE_LIMIT: "RLIMIT_FSIZE",
+}
+
+
+class IsolationUnavailable(RuntimeError):
+    """A layer the operator required cannot be provided on this host."""
+
+    def __init__(self, layers: list[str], reason: str) -> None:
+        self.layers = layers
+        super().__init__(f"required isolation layer(s) unavailable: {', '.join(layers)} ({reason})")
+
+
+@dataclass(frozen=True)
+class IsolationConfig:
+    """Which layers to use and their limits.
+
+    ``require``: layers that must be active or the pool refuses to start.
+    ``disable``: layers the operator turns off on purpose (e.g. ``fs_view`` while debugging).
+    Limits apply per worker process. ``cpu_seconds`` is a lifetime backstop (RLIMIT_CPU counts
+    the whole life of a long-lived process); per-request runaway work is bounded by the pool's
+    wall-clock timeout, and the pool recycles workers long before the backstop is reached.
+    """
+
+    require: frozenset[str] = frozenset()
+    disable: frozenset[str] = frozenset()
+    cpu_seconds: int = 900
+    memory_mb: int = 2048
+    heap_mb: int = 512
+    file_size_mb: int = 16
+    tmpfs_mb: int = 64
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "require", frozenset(self.require))
+        object.__setattr__(self, "disable", frozenset(self.disable))
+        unknown = (self.require | self.disable) - set(ALL_LAYERS)
+        if unknown:
+            raise ValueError(f"unknown isolation layer(s): {sorted(unknown)}; known: {ALL_LAYERS}")
+        conflicting = self.require & self.disable
+        if conflicting:
+            raise ValueError(f"layer(s) both required and disabled: {sorted(conflicting)}")
+
+
+@dataclass(frozen=True)
+class HostCapabilities:
+    """What this host can do, probed by actually running the tools (not just finding them)."""
+
+    bwrap: bool
+    unshare_net: bool
+    rlimits: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def layers(self) -> frozenset[str]:
+        available = {CLEAN_ENV, WALL_TIMEOUT} | set(self.rlimits)
+        if self.bwrap or self.unshare_net:
+            available.add(NO_NETWORK)
+        if self.bwrap:
+            available |= {FS_VIEW, DROP_PRIVILEGES}
+        return frozenset(available)
+
+
+def _probe(argv: list[str]) -> bool:
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+@functools.lru_cache(maxsize=1)
+def detect() -> HostCapabilities:
+    """Probe the host once: bubblewrap with the namespaces we use, ``unshare -n``, rlimits."""
+    bwrap = shutil.which("bwrap")
+    unshare = shutil.which("unshare")
+    true_bin = shutil.which("true") or "/bin/true"
+    bwrap_ok = bool(bwrap) and _probe(
+        [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+         "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+         "--", true_bin]
+    )
+    unshare_ok = bool(unshare) and _probe([unshare, "--net", "--", true_bin])
+    has_prlimit = shutil.which("prlimit") is not None  # launcher applies limits via prlimit(1)
+    rlimits = frozenset(
+        layer for layer, name in _RLIMIT_LAYERS.items() if has_prlimit and hasattr(resource, name)
+    )
+    return HostCapabilities(bwrap=bwrap_ok, unshare_net=unshare_ok, rlimits=rlimits)
+
+
+def resolve_layers(config: IsolationConfig, host: HostCapabilities | None = None) -> frozenset[str]:
+    """Layers a pool will run with: every available layer not disabled. Fails closed."""
+    host = host or detect()
+    missing = sorted(config.require - host.layers, key=ALL_LAYERS.index)
+    if missing:
+        hint = "install bubblewrap (apt-get install bubblewrap)" if {FS_VIEW, DROP_PRIVILEGES} & set(
+            missing
+        ) else "needs unshare(1) or bubblewrap with namespace support"
+        raise IsolationUnavailable(missing, hint)
+    return frozenset(host.layers - config.disable)

@@ -1,0 +1,57 @@
+// Position helpers. Every offset the worker reports is a UTF-16 code-unit offset into the
+// request's `code` (JavaScript string indexing); the Python side converts to code points.
+// esbuild reports columns in UTF-8 bytes, TypeScript in UTF-16 units, so both are normalised here.
+
+/** Offsets at which each line of `text` starts (line 1 is index 0). */
+export function lineStarts(text) {
+  const starts = [0];
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) starts.push(i + 1);
+  }
+  return starts;
+}
+
+/** Convert a UTF-8 byte column within `lineText` into a UTF-16 column. */
+export function utf8ColumnToUtf16(lineText, byteColumn) {
+  const bytes = Buffer.from(lineText, "utf8");
+  return bytes.subarray(0, Math.max(0, byteColumn)).toString("utf8").length;
+}
+
+/** Clamp a (line, column) pair (1-based line, 0-based UTF-16 column) to an offset in `text`. */
+export function offsetOf(starts, text, line, column) {
+  const lineIndex = Math.min(Math.max(line - 1, 0), starts.length - 1);
+  return Math.min(starts[lineIndex] + Math.max(column, 0), text.length);
+}
+
+/** Build a protocol diagnostic from a UTF-16 [start, end) span. */
+export function makeDiagnostic(starts, start, end, message) {
+  let lineIndex = 0;
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (starts[mid] <= start) { lineIndex = mid; lo = mid + 1; } else { hi = mid - 1; }
+  }
+  return {
+    start,
+    end: Math.max(end, start),
+    line: lineIndex + 1,
+    col: start - starts[lineIndex],
+    message,
+    severity: "error",
+  };
+}
+
+/** Convert esbuild `Message` objects (errors) into protocol diagnostics. */
+export function esbuildErrorsToDiagnostics(errors, code) {
+  const starts = lineStarts(code);
+  return errors.map((error) => {
+    const loc = error.location;
+    if (!loc) return makeDiagnostic(starts, 0, 0, error.text);
+    const col = utf8ColumnToUtf16(loc.lineText, loc.column);
+    const endCol = utf8ColumnToUtf16(loc.lineText, loc.column + loc.length);
+    const start = offsetOf(starts, code, loc.line, col);
+    const end = offsetOf(starts, code, loc.line, endCol);
+    return makeDiagnostic(starts, start, end, error.text);
+  });
+}

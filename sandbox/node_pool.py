@@ -1,0 +1,176 @@
+"""Public API: a pool of long-lived, sandboxed Node workers compiling untrusted TSX/JSX.
+
+    pool = NodePool(size=2, timeout_s=5.0)
+    results = pool.compile_many(codes, level="build", allow=("lodash",))
+    result = await pool.acompile(code, level="typecheck")
+
+Spawning a compiler per file costs 50-100 ms; a warm worker answers a build in ~1 ms and a
+typecheck in ~3 ms amortised (it batches files into one native tsgo run). Jobs go into one
+shared queue; each worker has a dispatcher thread that takes up to ``max_batch`` jobs at a
+time (so idle workers pick up work first and the worker can batch typechecks). Any worker
+failure (crash, timeout, oversized response) kills the worker's process group, restarts it
+and re-runs the unanswered jobs of that batch one by one, so only the guilty file fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Iterable, Sequence
+
+from sandbox import isolation as iso
+from sandbox.dispatcher import Job, WorkerSlot
+from sandbox.results import CompileResult, Diagnostic, failure
+
+__all__ = ["NodePool", "CompileResult", "Diagnostic", "LEVELS", "IsolationConfig"]
+
+LEVELS = ("syntax", "build", "typecheck")
+IsolationConfig = iso.IsolationConfig
+
+
+class NodePool:
+    """Thread-safe pool of Node compile workers. Never raises for bad code."""
+
+    def __init__(
+        self,
+        size: int = 2,
+        timeout_s: float = 5.0,
+        isolation: iso.IsolationConfig | None = None,
+        *,
+        max_code_bytes: int = 1 << 20,
+        max_response_bytes: int = 4 << 20,
+        max_batch: int = 32,
+        max_requests_per_worker: int = 20_000,
+        enable_debug_levels: bool = False,
+    ) -> None:
+        """``max_response_bytes`` is above ``max_code_bytes`` because summaries echo JSX text.
+        ``enable_debug_levels`` turns on test-only worker levels (debug_hang, debug_crash)."""
+        if size < 1:
+            raise ValueError("size must be >= 1")
+        self.size = size
+        self.timeout_s = timeout_s
+        self.isolation = isolation or iso.IsolationConfig()
+        self.max_code_bytes = max_code_bytes
+        self._slot_options = dict(
+            max_response_bytes=max_response_bytes,
+            max_batch=max_batch,
+            max_requests_per_worker=max_requests_per_worker,
+            extra_env={"BOTGRPO_SANDBOX_DEBUG": "1"} if enable_debug_levels else {},
+        )
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._slots: list[WorkerSlot] = []
+        self._layers: frozenset[str] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> "NodePool":
+        """Resolve isolation layers (fail closed) and start all workers. Idempotent."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("pool is closed")
+            if self._slots:
+                return self
+            layers = iso.resolve_layers(self.isolation)
+            slots = [
+                WorkerSlot(f"node-{i}", self._jobs, layers, self.isolation, self.timeout_s,
+                           **self._slot_options)
+                for i in range(self.size)
+            ]
+            try:
+                for slot in slots:
+                    slot.start()
+            except Exception:
+                for slot in slots:
+                    slot.stop()
+                raise
+            self._layers, self._slots = layers, slots
+        return self
+
+    def close(self) -> None:
+        """Stop dispatchers and kill workers; queued jobs get a failing result."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for _ in self._slots:
+                self._jobs.put(None)
+            for slot in self._slots:
+                slot.stop()
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.resolve(failure(job.code, "Compile pool closed", crashed=True))
+
+    def __enter__(self) -> "NodePool":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def healthy(self) -> bool:
+        """True when the pool is open and every worker process is up."""
+        return bool(self._slots) and not self._closed and all(s.healthy() for s in self._slots)
+
+    def active_layers(self) -> frozenset[str]:
+        """Isolation layers the workers run with (starts the pool if needed)."""
+        self.start()
+        assert self._layers is not None
+        return self._layers
+
+    def worker_pids(self) -> list[int]:
+        """Process-group leader pid of each live worker (for operators and tests)."""
+        return [pid for pid in (slot.pid() for slot in self._slots) if pid is not None]
+
+    # -- compiling -----------------------------------------------------------------------
+
+    def submit(self, code: str, level: str = "build", allow: Iterable[str] = ()) -> Future:
+        """Queue one file; the Future resolves to a CompileResult (never an exception)."""
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+        return self._submit(code, level, tuple(str(a) for a in allow))
+
+    def _submit(self, code: str, level: str, allow: tuple[str, ...]) -> Future:
+        future: Future = Future()
+        job = Job(code=code, level=level, allow=allow, future=future)
+        if not isinstance(code, str):
+            job.resolve(failure("", "code must be a string"))
+        elif len(code.encode("utf-8", "surrogatepass")) > self.max_code_bytes:
+            job.resolve(failure(code, f"Input exceeds the {self.max_code_bytes}-byte limit"))
+        else:
+            self.start()
+            self._jobs.put(job)
+        return future
+
+    def compile(self, code: str, level: str = "build", allow: Iterable[str] = ()) -> CompileResult:
+        return self.submit(code, level, allow).result()
+
+    def compile_many(self, codes: Sequence[str], level: str = "build",
+                     allow: Iterable[str] = ()) -> list[CompileResult]:
+        """Compile files in parallel over all workers; results keep the input order."""
+        allow = tuple(allow)
+        futures = [self.submit(code, level, allow) for code in codes]
+        return [f.result() for f in futures]
+
+    async def acompile(self, code: str, level: str = "build",
+                       allow: Iterable[str] = ()) -> CompileResult:
+        return await asyncio.wrap_future(self.submit(code, level, allow))
+
+    async def acompile_many(self, codes: Sequence[str], level: str = "build",
+                            allow: Iterable[str] = ()) -> list[CompileResult]:
+        allow = tuple(allow)
+        futures = [asyncio.wrap_future(self.submit(code, level, allow)) for code in codes]
+        return list(await asyncio.gather(*futures))
+
+    def _debug(self, level: str, **fields: object) -> Future:
+        """Test hook: send a debug level (needs ``enable_debug_levels=True``)."""
+        future: Future = Future()
+        self.start()
+        self._jobs.put(Job(code="", level=level, allow=(), future=future, extra=dict(fields)))
+        return future

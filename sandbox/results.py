@@ -1,0 +1,101 @@
+"""Result types of the compile sandbox and the conversion from the worker's wire format.
+
+The Node worker speaks JavaScript string offsets (UTF-16 code units); Python callers index
+``str`` by code points. Characters outside the BMP (emoji, some CJK) are two UTF-16 units but
+one code point, so every span is converted here, once, and line/col are recomputed from the
+converted offset so they agree with ``code.splitlines()``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A compiler error. ``start``/``end`` index the Python ``str`` (code points), [start, end);
+    ``line`` is 1-based, ``col`` 0-based in code points."""
+
+    start: int
+    end: int
+    line: int
+    col: int
+    message: str
+    severity: str = "error"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """Outcome of compiling one file. Bad code never raises: it yields ``ok=False``."""
+
+    ok: bool
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    timed_out: bool = False
+    crashed: bool = False
+    elapsed_s: float = 0.0
+
+
+class Utf16Index:
+    """Maps UTF-16 offsets of ``code`` to code-point offsets, and offsets to (line, col)."""
+
+    def __init__(self, code: str) -> None:
+        self._length = len(code)
+        astral = [i for i, ch in enumerate(code) if ord(ch) > 0xFFFF]
+        # UTF-16 offset at which the k-th astral character starts: its index plus k extra units.
+        self._astral_utf16 = [index + k for k, index in enumerate(astral)]
+        self._line_starts = [0] + [i + 1 for i, ch in enumerate(code) if ch == "\n"]
+
+    def to_index(self, utf16_offset: int) -> int:
+        """Code-point index of a UTF-16 offset; an offset inside a surrogate pair rounds down."""
+        offset = max(0, int(utf16_offset))
+        astral_before = bisect.bisect_left(self._astral_utf16, offset)
+        return min(offset - astral_before, self._length)
+
+    def line_col(self, index: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._line_starts, index) - 1
+        return line + 1, index - self._line_starts[line]
+
+
+def _convert_spans(value: Any, index: Utf16Index) -> Any:
+    """Recursively rewrite every {"start", "end"} pair in a summary to code-point offsets."""
+    if isinstance(value, list):
+        return [_convert_spans(item, index) for item in value]
+    if isinstance(value, dict):
+        converted = {key: _convert_spans(item, index) for key, item in value.items()}
+        for key in ("start", "end"):
+            if isinstance(converted.get(key), int):
+                converted[key] = index.to_index(converted[key])
+        return converted
+    return value
+
+
+def diagnostic_at(code: str, start: int, end: int, message: str) -> Diagnostic:
+    """A diagnostic built on the Python side (already in code points)."""
+    line, col = Utf16Index(code).line_col(start)
+    return Diagnostic(start=start, end=end, line=line, col=col, message=message)
+
+
+def failure(code: str, message: str, elapsed_s: float = 0.0, *, timed_out: bool = False,
+            crashed: bool = False) -> CompileResult:
+    """A failing result that is not the code's fault alone (timeout, crash, limits)."""
+    return CompileResult(ok=False, diagnostics=[diagnostic_at(code, 0, 0, message)],
+                         timed_out=timed_out, crashed=crashed, elapsed_s=elapsed_s)
+
+
+def from_response(code: str, response: dict[str, Any], elapsed_s: float) -> CompileResult:
+    """Convert one worker response line (already JSON-decoded) into a CompileResult."""
+    index = Utf16Index(code)
+    diagnostics = []
+    for raw in response.get("diagnostics") or []:
+        start = index.to_index(raw.get("start", 0))
+        end = max(start, index.to_index(raw.get("end", 0)))
+        line, col = index.line_col(start)
+        diagnostics.append(Diagnostic(start=start, end=end, line=line, col=col,
+                                      message=str(raw.get("message", "")),
+                                      severity=str(raw.get("severity", "error"))))
+    summary = _convert_spans(response.get("summary") or {}, index)
+    return CompileResult(ok=bool(response.get("ok")),
+                         diagnostics=diagnostics, summary=summary, elapsed_s=elapsed_s)
