@@ -16,7 +16,12 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+# The sandbox's compilers (esbuild, TypeScript) at the versions pinned in its lockfile.
+sandbox/node/node_modules/.installed: sandbox/node/package.json sandbox/node/package-lock.json
+	npm ci --prefix sandbox/node --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(VENV)/.installed sandbox/node/node_modules/.installed
 
 demo: install
 	$(BIN)/botgrpo demo

@@ -1,0 +1,29 @@
+"""The scorer registry: task name -> scorer class, imported on first use.
+
+Each scorer follows :class:`reward_server.scorers.base.Scorer`. Import paths rather than classes
+keep ``import reward_server`` light: the math scorer pulls in sympy, the react scorer the Node
+pool, and a deployment that serves one task need not load the other.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+SCORERS: dict[str, str] = {
+    "react": "reward_server.scorers.react:ReactScorer",
+    "math": "reward_server.scorers.math:MathScorer",
+}
+
+
+def scorer_class(task: str) -> type:
+    """The scorer class registered for ``task`` (ValueError listing the tasks if unknown)."""
+    try:
+        module, name = SCORERS[task].split(":")
+    except KeyError:
+        raise ValueError(f"unknown task {task!r}; choose one of {sorted(SCORERS)}") from None
+    return getattr(importlib.import_module(module), name)
+
+
+def create_scorer(task: str, **kwargs: Any):
+    """A new scorer for ``task``, constructed with ``kwargs``."""
+    return scorer_class(task)(**kwargs)

@@ -1,0 +1,92 @@
+"""``botgrpo score --task react|math FILE``: judge completions and show per-token heat.
+
+FILE is either one completion as plain text, or JSON lines of rollouts
+(``{"completion": ..., "reference": {...}, "prompt": ...}``). Tokens are the server's own
+split (words with their leading whitespace) unless a JSON line carries ``token_offsets``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.text import Text
+
+from reward_server.scorers import SCORERS, create_scorer
+from reward_server.scorers.base import Rollout
+from reward_server.spans import char_scores, check_offsets, default_split, token_scores
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="a completion (text) or rollouts (.jsonl)")
+    parser.add_argument("--task", required=True, choices=sorted(SCORERS))
+    parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                        help="scorer option, e.g. -o level=typecheck (repeatable)")
+    parser.add_argument("--reference", default=None, metavar="JSON",
+                        help='reference for a plain-text FILE, e.g. \'{"answer": "42"}\'')
+    parser.add_argument("--json", action="store_true", help="print results as JSON lines instead of heat")
+
+
+def _options(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--option expects KEY=VALUE, got {pair!r}")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+def _rollouts(path: Path, reference: str | None) -> list[tuple[Rollout, list | None]]:
+    text = path.read_text()
+    if path.suffix != ".jsonl":
+        return [(Rollout(text, reference=json.loads(reference) if reference else None), None)]
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+                rows.append((Rollout(row["completion"], row.get("prompt"), row.get("reference")), row.get("token_offsets")))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise SystemExit(f"{path}:{n}: not a rollout ({exc})") from None
+    return rows
+
+
+def heat(completion: str, offsets, scores) -> Text:
+    """The completion with each token's background coloured by its score (red -1 .. green +1)."""
+    text = Text()
+    for (start, end), score in zip(offsets, scores):
+        level = int(round(min(1.0, abs(score)) * 160))
+        colour = f"rgb({60 + level},40,40)" if score < 0 else f"rgb(40,{60 + level},40)"
+        text.append(completion[start:end], style=f"on {colour}")
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    rows = _rollouts(args.file, args.reference)
+    scorer = create_scorer(args.task)
+    try:
+        options = scorer.Options.model_validate(_options(args.option))
+        results = scorer.score_batch([r for r, _ in rows], options)
+    finally:
+        getattr(scorer, "close", lambda: None)()
+    for (rollout, offsets), result in zip(rows, results):
+        offsets = offsets or default_split(rollout.completion)
+        problem = check_offsets(offsets, len(rollout.completion))
+        if problem:
+            raise SystemExit(problem)
+        scores = token_scores(char_scores(result, len(rollout.completion)), offsets)
+        if args.json:
+            print(json.dumps({"score": result.score, "passed": result.passed, "token_offsets": offsets,
+                              "token_scores": scores, "details": result.details}))
+            continue
+        verdict = "PASS" if result.passed else "FAIL"
+        console.rule(f"{verdict}  score {result.score:+.2f}  ({result.details.get('reason', '')})")
+        console.print(heat(rollout.completion, offsets, scores))
+        for key in ("errors", "spec_violations", "steps"):
+            if result.details.get(key):
+                console.print(f"[bold]{key}[/]: {result.details[key]}")
+    return 0

@@ -1,0 +1,1 @@
+"""React/TSX scoring: code extraction, token schemes over compiler diagnostics, the spec check."""

@@ -1,0 +1,148 @@
+"""The react scorer on a labelled corpus, the spec check, and adversarial inputs (real Node)."""
+import time
+
+import numpy as np
+import pytest
+
+from reward_server.react.extract import extract_code
+from reward_server.scorers.base import Rollout
+from reward_server.scorers.react import ReactOptions, ReactScorer
+from reward_server.spans import char_scores, default_split, token_scores
+from sandbox.testing import require_node_toolchain
+from tests.data.react_corpus import CASES, COUNTER, GLUED_ATTRIBUTE
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    require_node_toolchain()
+    s = ReactScorer(pool_size=2, timeout_s=5.0)
+    yield s
+    s.close()
+
+
+def tokens(completion, result):
+    offsets = default_split(completion)
+    return offsets, token_scores(char_scores(result, len(completion)), offsets)
+
+
+def line_of(completion, start, end):
+    """Line of the first visible character of the token ``completion[start:end]``."""
+    text = completion[start:end]
+    return completion.count("\n", 0, start + len(text) - len(text.lstrip())) + 1
+
+
+LEVEL_CASES = [(name, text, level, ok, line) for name, text, verdicts, line in CASES for level, ok in verdicts.items()]
+
+
+@pytest.mark.parametrize("name,completion,level,ok,error_line", LEVEL_CASES, ids=[f"{c[0]}-{c[2]}" for c in LEVEL_CASES])
+def test_corpus_verdicts_and_blame(scorer, name, completion, level, ok, error_line):
+    [result] = scorer.score_batch([Rollout(completion)], ReactOptions(level=level))
+    assert result.passed is ok, result.details
+    offsets, scores = tokens(completion, result)
+    assert all(-1.0 <= s <= 1.0 for s in scores)
+    if ok:
+        assert result.score == 1.0 and min(scores) == 1.0
+        return
+    assert result.score == -1.0 and max(scores) < 1.0  # no failing token scores like a passing one
+    if error_line is not None:
+        lowest = min(scores)
+        blamed_lines = {line_of(completion, s, e) for (s, e), v in zip(offsets, scores) if v == lowest and e > s}
+        assert error_line in blamed_lines, (result.details["errors"], blamed_lines)
+        assert max(blamed_lines) - min(blamed_lines) <= 2  # a window, not the whole file
+
+
+def test_scores_are_deterministic(scorer):
+    rollouts = [Rollout(text) for _, text, _, _ in CASES]
+    first = scorer.score_batch(rollouts, ReactOptions(level="typecheck"))
+    second = scorer.score_batch(list(reversed(rollouts)), ReactOptions(level="typecheck"))
+    for a, b in zip(first, reversed(second)):
+        assert (a.score, a.passed, a.spans, a.default) == (b.score, b.passed, b.spans, b.default)
+
+
+def test_window_covers_the_line_before_the_report(scorer):
+    """esbuild reports the glued attribute at `</`; the window reaches back to the true mistake."""
+    [result] = scorer.score_batch([Rollout(GLUED_ATTRIBUTE)], ReactOptions(level="syntax", blame_lines=1))
+    chars = char_scores(result, len(GLUED_ATTRIBUTE))
+    mistake = GLUED_ATTRIBUTE.index('"title"Back')
+    assert chars[mistake] == -1.0
+    assert chars[GLUED_ATTRIBUTE.index("export")] == -0.2
+
+
+def test_schemes_differ_as_documented(scorer):
+    by_scheme = {s: scorer.score_batch([Rollout(GLUED_ATTRIBUTE)], ReactOptions(level="syntax", scheme=s))[0]
+                 for s in ("window", "uniform", "prefix_credit")}
+    chars = {s: char_scores(r, len(GLUED_ATTRIBUTE)) for s, r in by_scheme.items()}
+    assert set(chars["uniform"]) == {-1.0}
+    assert chars["prefix_credit"][0] == 1.0  # the gamed scheme: full credit before the error line
+    assert chars["window"].max() == -0.2
+
+
+@pytest.mark.parametrize("completion,reason", [
+    ("I cannot help with that.", "compile error"),
+    ("", "no code in the completion"),
+    ("```tsx\n   \n```", "no code in the completion"),
+    ("```tsx\nexport default function A() {\n  return <div>", "unterminated code block (truncated output)"),
+])
+def test_no_code_and_truncated_output_are_blamed_throughout(scorer, completion, reason):
+    [result] = scorer.score_batch([Rollout(completion)], ReactOptions())
+    assert result.passed is False and result.details["reason"] == reason
+    if reason != "compile error":
+        assert result.default == -1.0 and not result.spans
+
+
+SPEC = {"component": "Counter", "elements": ["button", "p"], "text": ["Add one"], "props": {"button": ["onClick"]}}
+
+
+def test_spec_met_scores_like_compile_only(scorer):
+    [result] = scorer.score_batch([Rollout(COUNTER, reference={"spec": SPEC})], ReactOptions())
+    assert result.details["spec_passed"] is True and result.score == 1.0
+    assert min(tokens(COUNTER, result)[1]) == 1.0
+
+
+def test_spec_violations_are_blamed_where_they_are(scorer):
+    wrong = COUNTER.replace("Counter", "Clicker").replace('onClick={() => setCount(count + 1)}', "")
+    [result] = scorer.score_batch([Rollout(wrong, reference={"spec": SPEC})], ReactOptions(spec_weight=0.5))
+    assert result.passed is True and result.details["spec_passed"] is False
+    assert any("Clicker" in v for v in result.details["spec_violations"])
+    assert any("lacks prop 'onClick'" in v for v in result.details["spec_violations"])
+    chars = char_scores(result, len(wrong))
+    assert chars[wrong.index("Clicker")] == 0.0                 # 0.5 * compile(+1) + 0.5 * blame(-1)
+    assert chars[wrong.index("useState")] == pytest.approx(0.4)  # 0.5 * 1 + 0.5 * (-0.2)
+    assert result.score == 0.0 and max(chars) < 1.0
+
+
+def test_hacked_output_that_ignores_the_prompt_loses_to_one_that_follows_it(scorer):
+    hack = "```tsx\nexport default function A() {\n  return <div />;\n}\n```"
+    follow, ignore = scorer.score_batch([Rollout(COUNTER, reference={"spec": SPEC}), Rollout(hack, reference={"spec": SPEC})],
+                                        ReactOptions())
+    assert follow.score > ignore.score and ignore.passed is True and ignore.details["spec_passed"] is False
+
+
+def test_malformed_spec_is_reported_not_raised(scorer):
+    [result] = scorer.score_batch([Rollout(COUNTER, reference={"spec": {"colour": "red"}})], ReactOptions())
+    assert "colour" in result.details["spec_error"] and result.passed is True
+
+
+def test_extract_prefers_tsx_block_and_keeps_offsets():
+    text = "```bash\nnpm i\n```\nthen\n```tsx\nconst A = () => <b />;\n```"
+    block = extract_code(text)
+    assert block.code == "const A = () => <b />;\n" and text[block.start:block.end] == block.code
+
+
+@pytest.mark.parametrize("make,passes", [
+    (lambda: "```tsx\n" + "const x = 1;\n" * 90_000 + "```", False),  # ~1.1 MB: over the input limit
+    (lambda: "```tsx\nconst A = () => " + "<div>" * 5000 + "</div>" * 5000 + ";\n```", True),  # deep but valid
+    (lambda: "```tsx\nconst s = 'never closed\n" + "x" * 100_000 + "\n```", False),
+    (lambda: "```tsx\nconst fs = require('fs'); fs.readFileSync('/etc/passwd');\n"
+             "import net from 'net'; net.connect(6379, '127.0.0.1');\n```", False),
+], ids=["1MB", "nested-5000", "unterminated-100KB", "fs-and-socket"])
+def test_adversarial_inputs_answered_within_limit_and_pool_stays_healthy(scorer, make, passes):
+    completion = make()
+    start = time.monotonic()
+    [result] = scorer.score_batch([Rollout(completion)], ReactOptions(level="build"))
+    assert time.monotonic() - start < 10.0
+    assert result.passed is passes and result.score == (1.0 if passes else -1.0)
+    assert "root:" not in str(result.details)  # nothing is executed, nothing read
+    assert scorer.healthy()
+    [again] = scorer.score_batch([Rollout(COUNTER)], ReactOptions(level="build"))
+    assert again.passed is True
