@@ -1,0 +1,168 @@
+"""The ``math`` scorer: is the final answer equal to ``reference["answer"]``, and which steps broke?
+
+For each completion: extract the final answer (:mod:`reward_server.math.extract`), decide the
+cheap cases in this thread (:func:`~reward_server.math.equivalence.quick_verdict`: normalised
+equality, the pathological-input guard, exact numbers), send the rest to math-verify inside a
+killable worker process (:mod:`sandbox.process_pool`), and check the arithmetic steps exactly
+(:mod:`reward_server.math.steps`).
+
+Result:
+
+* ``score`` +1 (equal) / -1 (not equal, refused, timed out, or no answer); a rollout without a
+  reference answer scores 0.0 with ``passed=False`` and ``details["reason"]`` saying so (the
+  data, not the model, is at fault);
+* ``details``: ``answer``, ``answer_span`` ``[start, end)``, ``method`` (how it was extracted),
+  ``reason`` (why the verdict), ``steps`` ``[{start, end, ok, text}]`` (``ok`` ``None`` =
+  uncheckable);
+* ``spans``/``default``: the token-score scheme of :mod:`reward_server.math.blame`:
+
+  ============  =======  =====  =========
+  region        correct  wrong  no answer
+  ============  =======  =====  =========
+  neutral text  +0.1     -0.1   -1.0
+  correct step  +0.5      0.0   -1.0
+  wrong step    -0.5     -1.0   -1.0
+  answer        +1.0     -1.0    --
+  ============  =======  =====  =========
+
+Deterministic: the same rollout and options always give the same result (a symbolic
+comparison that hits its deadline is judged not equal; pick ``timeout_s`` well above the
+normal cost, a few milliseconds).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reward_server.math.blame import no_answer_scores, span_scores
+from reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
+from reward_server.math.extract import Extraction, extract_final_answer
+from reward_server.math.steps import Step, find_steps
+from sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
+
+from .base import Rollout, ScoreResult
+
+
+class MathOptions(BaseModel):
+    """Per-request options of the ``math`` scorer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    check_steps: bool = True
+    timeout_s: float = Field(5.0, gt=0, le=60, description="deadline of one symbolic comparison")
+
+
+@dataclass(frozen=True)
+class _Prejudged:
+    """What is known about one rollout before any symbolic comparison."""
+
+    reference: str | None
+    answer: Extraction | None
+    verdict: Verdict | None  # None: no reference or no answer
+    steps: tuple[Step, ...]
+
+
+class MathScorer:
+    """Scores completions of math problems; see the module docstring for the result."""
+
+    name: ClassVar[str] = "math"
+    Options: ClassVar[type[BaseModel]] = MathOptions
+
+    def __init__(self, pool: ProcessPool | None = None) -> None:
+        self._pool = pool
+
+    def score_batch(self, rollouts: Sequence[Rollout], options: BaseModel) -> list[ScoreResult]:
+        options = options if isinstance(options, MathOptions) else MathOptions.model_validate(options)
+        prejudged = [_prejudge(r, options.check_steps) for r in rollouts]
+        verdicts = self._settle(prejudged, options.timeout_s)
+        return [_result(p, v) for p, v in zip(prejudged, verdicts, strict=True)]
+
+    def _settle(self, prejudged: list[_Prejudged], timeout_s: float) -> list[Verdict | None]:
+        """Replace undecided verdicts by the symbolic comparison, run in the process pool."""
+        undecided = [
+            i for i, p in enumerate(prejudged) if p.verdict is not None and p.verdict.equal is None
+        ]
+        verdicts = [p.verdict for p in prejudged]
+        if not undecided:
+            return verdicts
+        pool = self._pool or shared_pool()
+        jobs = [(prejudged[i].answer.text, prejudged[i].reference) for i in undecided]
+        outcomes = pool.map(symbolic_equal, jobs, timeout_s=timeout_s)
+        for index, outcome in zip(undecided, outcomes, strict=True):
+            verdicts[index] = _symbolic_verdict(outcome)
+        return verdicts
+
+
+def _prejudge(rollout: Rollout, check_steps: bool) -> _Prejudged:
+    reference = _reference_answer(rollout)
+    steps = tuple(find_steps(rollout.completion)) if check_steps and reference is not None else ()
+    answer = extract_final_answer(rollout.completion) if reference is not None else None
+    verdict = quick_verdict(answer.text, reference) if answer is not None else None
+    return _Prejudged(reference, answer, verdict, steps)
+
+
+def _reference_answer(rollout: Rollout) -> str | None:
+    answer = (rollout.reference or {}).get("answer")
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        answer = str(answer)
+    return answer if isinstance(answer, str) and answer.strip() else None
+
+
+def _symbolic_verdict(outcome: TaskOutcome) -> Verdict:
+    if outcome.timed_out:
+        return Verdict(False, "symbolic comparison timed out")
+    if not outcome.ok:
+        return Verdict(False, f"symbolic comparison failed: {outcome.error}")
+    if outcome.value:
+        return Verdict(True, "equivalent (math-verify)")
+    return Verdict(False, "not equivalent (math-verify)")
+
+
+def _result(prejudged: _Prejudged, verdict: Verdict | None) -> ScoreResult:
+    details: dict[str, Any] = {
+        "answer": None,
+        "answer_span": None,
+        "method": None,
+        "steps": [
+            {"start": s.start, "end": s.end, "ok": s.ok, "text": s.text} for s in prejudged.steps
+        ],
+    }
+    if prejudged.reference is None:
+        details["reason"] = 'missing reference: rollout.reference["answer"] must be a non-empty string'
+        return ScoreResult(score=0.0, passed=False, details=details)
+    answer = prejudged.answer
+    if answer is None or verdict is None:
+        details["reason"] = "no final answer found"
+        spans, default = no_answer_scores()
+        return ScoreResult(score=-1.0, passed=False, spans=spans, default=default, details=details)
+    correct = bool(verdict.equal)
+    details.update(
+        answer=answer.text, answer_span=[answer.start, answer.end], method=answer.method,
+        reason=verdict.reason,
+    )
+    spans, default = span_scores(correct, answer, prejudged.steps)
+    return ScoreResult(
+        score=1.0 if correct else -1.0, passed=correct, spans=spans, default=default, details=details
+    )
+
+
+_shared: ProcessPool | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool() -> ProcessPool:
+    """The process-wide verification pool, started on first use (``BOTGRPO_MATH_WORKERS``
+    workers, default :func:`~sandbox.process_pool.default_pool_size`)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            size = int(os.environ.get("BOTGRPO_MATH_WORKERS", default_pool_size()))
+            _shared = ProcessPool(size, initializer=warm_up, default_timeout_s=5.0)
+            atexit.register(_shared.close)
+        return _shared

@@ -1,0 +1,209 @@
+"""The ``math`` scorer end to end: corpus verdicts, blame placement, bounds, adversarial input."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from reward_server.math.equivalence import warm_up
+from reward_server.scorers.base import Rollout, ScoreResult
+from reward_server.scorers.math import MathOptions, MathScorer
+from sandbox.process_pool import ProcessPool
+
+CORPUS = [json.loads(line) for line in (Path(__file__).parent / "data" / "math_corpus.jsonl").open()]
+
+
+def math_libraries_loaded() -> bool:
+    """Runs in a worker: were sympy and latex2sympy imported by the initializer?"""
+    import sys
+
+    return {"sympy", "latex2sympy2_extended", "math_verify"} <= set(sys.modules)
+
+
+class RecordingPool:
+    """A real pool that also records what the scorer sent to it."""
+
+    def __init__(self, pool: ProcessPool) -> None:
+        self.pool, self.jobs = pool, []
+
+    def map(self, fn, arg_tuples, timeout_s=None):
+        arg_tuples = list(arg_tuples)
+        self.jobs.extend(arg_tuples)
+        return self.pool.map(fn, arg_tuples, timeout_s=timeout_s)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with ProcessPool(2, initializer=warm_up) as p:
+        yield p
+
+
+@pytest.fixture()
+def scorer(pool):
+    return MathScorer(pool)
+
+
+def rollout(completion: str, answer: str | None = "17") -> Rollout:
+    return Rollout(completion, reference=None if answer is None else {"answer": answer})
+
+
+def score_at(result: ScoreResult, start: int, end: int) -> float:
+    """The score the contract assigns to ``[start, end)``: the lowest covering span, else default."""
+    covering = [s.score for s in result.spans if s.start <= start and end <= s.end]
+    return min(covering) if covering else result.default
+
+
+def all_scores(result: ScoreResult) -> list[float]:
+    return [result.default] + [s.score for s in result.spans]
+
+
+def test_corpus_is_large_and_balanced():
+    assert len(CORPUS) >= 40
+    assert sum(row["passed"] for row in CORPUS) >= 15
+    assert sum(not row["passed"] for row in CORPUS) >= 15
+    assert sum(row["wrong_step"] is not None for row in CORPUS) >= 5
+
+
+@pytest.fixture(scope="module")
+def corpus_results(pool):
+    rollouts = [rollout(row["completion"], row["reference"]) for row in CORPUS]
+    return MathScorer(pool).score_batch(rollouts, MathOptions())
+
+
+@pytest.mark.parametrize("index", range(len(CORPUS)), ids=[row["id"] for row in CORPUS])
+def test_corpus_verdicts(corpus_results, index):
+    row, result = CORPUS[index], corpus_results[index]
+    assert result.passed is row["passed"], result.details
+    assert result.score == (1.0 if row["passed"] else -1.0)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [i for i, row in enumerate(CORPUS) if row["wrong_step"]],
+    ids=[row["id"] for row in CORPUS if row["wrong_step"]],
+)
+def test_lowest_score_falls_on_the_wrong_step(corpus_results, index):
+    row, result = CORPUS[index], corpus_results[index]
+    completion = row["completion"]
+    start = completion.index(row["wrong_step"])
+    end = start + len(row["wrong_step"])
+    wrong = score_at(result, start, end)
+    assert wrong == min(all_scores(result))
+    assert wrong < result.default
+    for step in result.details["steps"]:
+        if step["ok"]:
+            assert score_at(result, step["start"], step["end"]) > wrong
+
+
+def test_span_scheme_invariants(corpus_results):
+    correct = [r for r in corpus_results if r.passed]
+    wrong = [r for r in corpus_results if r.passed is False]
+    for result in corpus_results:
+        assert all(math.isfinite(x) and -1.0 <= x <= 1.0 for x in all_scores(result))
+        assert all(0 <= s.start <= s.end for s in result.spans)
+    lowest_correct = min(
+        s for r in correct for s in all_scores(r) if s != -0.5  # -0.5: a wrong step in a lucky completion
+    )
+    highest_wrong = max(s for r in wrong for s in all_scores(r))
+    assert highest_wrong < lowest_correct
+    for result in correct:
+        start, end = result.details["answer_span"]
+        assert score_at(result, start, end) == 1.0
+    for result in wrong:
+        if result.details["answer_span"] is not None:
+            assert score_at(result, *result.details["answer_span"]) == -1.0
+
+
+def test_details_describe_answer_and_steps(scorer):
+    completion = "First 3 * 4 = 12. Then 12 + 5 = 18. So \\boxed{18}"
+    (result,) = scorer.score_batch([rollout(completion)], MathOptions())
+    details = result.details
+    assert details["answer"] == "18"
+    assert completion[slice(*details["answer_span"])] == "18"
+    assert details["reason"] == "different numbers"
+    assert [(s["text"], s["ok"]) for s in details["steps"]] == [("3 * 4 = 12", True), ("12 + 5 = 18", False)]
+
+
+def test_check_steps_can_be_turned_off(scorer):
+    (result,) = scorer.score_batch([rollout("12 + 5 = 18. \\boxed{18}")], MathOptions(check_steps=False))
+    assert result.details["steps"] == [] and len(result.spans) == 1
+
+
+def test_no_answer_is_blamed_throughout(scorer):
+    (result,) = scorer.score_batch([rollout("I give up.")], MathOptions())
+    assert (result.score, result.passed, result.default, result.spans) == (-1.0, False, -1.0, [])
+
+
+@pytest.mark.parametrize("reference", [None, {}, {"answer": ""}, {"answer": None}, {"solution": "17"}])
+def test_missing_reference_is_a_failing_result_not_an_exception(scorer, reference):
+    (result,) = scorer.score_batch([Rollout("\\boxed{17}", reference=reference)], MathOptions())
+    assert result.passed is False and result.score == 0.0
+    assert "missing reference" in result.details["reason"]
+
+
+def test_numeric_reference_is_accepted(scorer):
+    (result,) = scorer.score_batch([Rollout("\\boxed{17}", reference={"answer": 17})], MathOptions())
+    assert result.passed is True
+
+
+def test_symbolic_comparisons_run_in_the_pool_not_in_process(pool):
+    recording = RecordingPool(pool)
+    rollouts = [rollout("\\boxed{\\sqrt{8}}", "2\\sqrt{2}"), rollout("\\boxed{17}")]
+    results = MathScorer(recording).score_batch(rollouts, MathOptions())
+    assert [r.passed for r in results] == [True, True]
+    assert recording.jobs == [("\\sqrt{8}", "2\\sqrt{2}")]  # 17 == 17 never left this process
+
+
+def test_workers_are_warm(pool):
+    assert all(o.value is True for o in pool.map(math_libraries_loaded, [()] * 4))
+
+
+def test_deterministic(scorer):
+    rollouts = [rollout(row["completion"], row["reference"]) for row in CORPUS[:20]]
+    first = scorer.score_batch(rollouts, MathOptions())
+    second = scorer.score_batch(rollouts, MathOptions())
+    assert first == second
+
+
+def test_options_forbid_unknown_keys():
+    with pytest.raises(ValidationError):
+        MathOptions.model_validate({"check_step": False})
+    with pytest.raises(ValidationError):
+        MathOptions(timeout_s=0)
+
+
+ADVERSARIAL = {
+    "megabyte": "x" * 1_000_000 + " \\boxed{18}",
+    "megabyte_of_steps": "1 + 1 = 3\n" * 100_000 + "\\boxed{18}",
+    "power_tower": "Clearly \\boxed{9^{9^{9^9}}}",
+    "huge_exponent": "\\boxed{2^{999999999}}",
+    "huge_factorial": "\\boxed{1000000!}",
+    "factorial_of_power": "\\boxed{(10^{6})!}",
+    "nested_braces": "\\boxed{" + "{" * 500 + "1" + "}" * 500 + "}",
+    "unterminated": "So \\boxed{",
+    "many_unterminated": "\\boxed{" * 100_000,
+    "huge_binomial": "\\boxed{\\binom{10^{6}}{5 \\cdot 10^{5}}}",
+}
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_adversarial_completions_fail_fast_and_leave_the_pool_healthy(pool, scorer, name):
+    started = time.perf_counter()
+    (result,) = scorer.score_batch([rollout(ADVERSARIAL[name])], MathOptions())
+    elapsed = time.perf_counter() - started
+    assert result.passed is False and result.score == -1.0
+    assert elapsed < 1.0, f"{name} took {elapsed:.3f}s"
+    assert pool.stats()["restarts"] == 0
+    (healthy,) = scorer.score_batch([rollout("\\boxed{\\sqrt{8}}", "2\\sqrt{2}")], MathOptions())
+    assert healthy.passed is True
+
+
+def test_symbolic_timeout_is_a_failing_verdict_and_the_pool_recovers(pool, scorer):
+    (result,) = scorer.score_batch([rollout("\\boxed{x^2+2x+1}", "(x+1)^2")], MathOptions(timeout_s=0.001))
+    assert result.passed is False and result.details["reason"] == "symbolic comparison timed out"
+    (healthy,) = scorer.score_batch([rollout("\\boxed{x^2+2x+1}", "(x+1)^2")], MathOptions())
+    assert healthy.passed is True
