@@ -65,3 +65,26 @@ def test_bench_runs_the_advantage_benchmark_small(capsys):
 def test_console_script_is_installed():
     out = subprocess.run([sys.executable, "-m", "botgrpo.cli", "--help"], capture_output=True, text=True, check=True)
     assert "serve" in out.stdout and "train" in out.stdout
+
+
+def test_score_command_react_and_math(tmp_path, capsys):
+    from sandbox.testing import require_node_toolchain
+    require_node_toolchain()
+    code = tmp_path / "card.md"
+    code.write_text('```tsx\nexport default function Card() {\n  return <p className="x"Back</p>;\n}\n```\n')
+    assert main(["score", "--task", "react", str(code), "-o", "level=syntax"]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "Expected" in out
+    rollouts = tmp_path / "math.jsonl"
+    rollouts.write_text('{"completion": "3 * 4 = 12, so \\\\boxed{12}", "reference": {"answer": "12"}}\n')
+    assert main(["score", "--task", "math", str(rollouts), "--json"]) == 0
+    import json
+    line = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert line["passed"] is True and len(line["token_scores"]) == len(line["token_offsets"]) > 0
+
+
+def test_score_command_rejects_bad_options(tmp_path):
+    path = tmp_path / "x.txt"
+    path.write_text("hello")
+    with pytest.raises(SystemExit, match="(?s)bad --option for task 'react'.*colour"):
+        main(["score", "--task", "react", str(path), "-o", "colour=red"])

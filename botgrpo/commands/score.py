@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
@@ -69,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
     rows = _rollouts(args.file, args.reference)
     scorer = create_scorer(args.task)
     try:
-        options = scorer.Options.model_validate(_options(args.option))
+        try:
+            options = scorer.Options.model_validate(_options(args.option))
+        except ValidationError as exc:
+            raise SystemExit(f"botgrpo score: bad --option for task {args.task!r}: {exc}") from None
         results = scorer.score_batch([r for r, _ in rows], options)
     finally:
         getattr(scorer, "close", lambda: None)()

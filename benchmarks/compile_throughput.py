@@ -1,4 +1,4 @@
-"""Throughput check for the compile pool: ``python -m sandbox.bench [--files N] [--size K]``.
+"""Throughput of the compile pool: ``python -m benchmarks.compile_throughput [--files N] [--size K]``.
 
 Compiles N distinct ~40-line components at each level through a warm pool and, as a
 baseline, spawns the esbuild CLI once per file (what a naive scorer would do).

@@ -1,0 +1,93 @@
+"""Scorer throughput in one run, each against its naive baseline measured alongside.
+
+    python -m benchmarks.scorers [--files 400] [--answers 2000]
+
+* React: compiles per second at each level through the warm Node pool, and the whole
+  ``react`` scorer (extraction, compile, token scheme) at ``build``, against spawning the
+  esbuild CLI once per file.
+* Math: ordinary answers per second through the ``math`` scorer against calling
+  math-verify's ``verify(parse(.), parse(.))`` directly; adversarial answers' latency.
+
+Targets on 2 cores: build >= 200 files/s, typecheck >= 50 files/s, math >= 500 answers/s,
+adversarial answers under 50 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+
+from benchmarks.compile_throughput import bench_esbuild_cli, bench_pool, component
+from benchmarks.math_throughput import ADVERSARIAL, ordinary
+from reward_server.math.equivalence import warm_up
+from reward_server.scorers.base import Rollout
+from reward_server.scorers.math import MathOptions, MathScorer
+from reward_server.scorers.react import ReactOptions, ReactScorer
+from sandbox.node_pool import NodePool
+from sandbox.process_pool import ProcessPool
+
+
+def per_second(n: int, fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return n / (time.perf_counter() - started)
+
+
+def react_section(files: int, workers: int) -> dict[str, float]:
+    codes = [component(i) for i in range(files)]
+    rates = {}
+    with NodePool(size=workers) as pool:
+        for level in ("syntax", "build", "typecheck"):
+            rates[f"pool {level}"] = bench_pool(pool, codes, level)
+        scorer = ReactScorer(pool)
+        rollouts = [Rollout(f"Here it is:\n```tsx\n{code}```\n") for code in codes]
+        opts = ReactOptions(level="build")
+        rates["react scorer build"] = per_second(len(rollouts), lambda: [
+            scorer.score_batch(rollouts[i:i + 64], opts) for i in range(0, len(rollouts), 64)])
+    rates["esbuild CLI per file"] = bench_esbuild_cli(codes[: min(files, 100)])
+    return rates
+
+
+def math_section(answers: int, workers: int) -> tuple[dict[str, float], dict[str, float]]:
+    from math_verify import parse, verify
+
+    rng = random.Random(0)
+    cases = [ordinary(rng) for _ in range(answers)]
+    rollouts = [Rollout(text, reference={"answer": ref}) for text, ref in cases]
+    with ProcessPool(workers, initializer=warm_up) as pool:
+        scorer, opts = MathScorer(pool), MathOptions()
+        rates = {"math scorer": per_second(len(rollouts), lambda: [
+            scorer.score_batch(rollouts[i:i + 64], opts) for i in range(0, len(rollouts), 64)])}
+        subset = cases[: max(1, answers // 4)]
+        rates["math-verify direct"] = per_second(len(subset), lambda: [
+            verify(parse(f"${ref}$"), parse(text)) for text, ref in subset])
+        latency = {}
+        for name, text in ADVERSARIAL.items():
+            started = time.perf_counter()
+            scorer.score_batch([Rollout(text, reference={"answer": "17"})], opts)
+            latency[name] = (time.perf_counter() - started) * 1e3
+    return rates, latency
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--files", type=int, default=400)
+    p.add_argument("--answers", type=int, default=2000)
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args(argv)
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, {args.workers} workers per pool")
+    react = react_section(args.files, args.workers)
+    math_rates, latency = math_section(args.answers, args.workers)
+    for name, value in {**react, **math_rates}.items():
+        print(f"  {name:24s} {value:9.0f} /s")
+    print(f"  pool build / esbuild CLI      = {react['pool build'] / react['esbuild CLI per file']:5.1f}x  (target build >= 200/s)")
+    print(f"  pool typecheck                = {react['pool typecheck']:5.0f}/s (target >= 50/s)")
+    print(f"  math scorer / math-verify     = {math_rates['math scorer'] / math_rates['math-verify direct']:5.1f}x  (target >= 500/s)")
+    print(f"  adversarial answers, worst    = {max(latency.values()):5.1f} ms (target < 50 ms)")
+    for name, ms in latency.items():
+        print(f"    {name:22s} {ms:7.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
