@@ -34,8 +34,8 @@ class Command:
 
 
 COMMANDS: dict[str, Command] = {
-    "serve": Command("run the token-reward HTTP server", pending="the reward server is tracked in issue 4"),
-    "worker": Command("consume the Redis rollout stream and score", pending="scale-out workers are tracked in issue 4"),
+    "serve": Command("run the token-reward HTTP server", module="serve"),
+    "worker": Command("consume the Redis rollout stream and score", module="worker"),
     "train": Command("train a policy with BoT-GRPO or a baseline", pending="the trainer is tracked in issue 5"),
     "score": Command("score completions from a file and show per-token heat", module="score"),
     "eval": Command("evaluate a policy: compile rate, pass@k", pending="evaluation is tracked in issue 5"),

@@ -3,8 +3,8 @@
 Scorers speak characters (:class:`~reward_server.scorers.base.ScoreResult`); callers speak their
 own tokens, given as character spans of the completion. The scheme, shared by every scorer:
 
-1. **Characters.** Every character starts at the result's ``default``; each span lowers the
-   characters it covers to its score if that is lower (blame is never averaged away).
+1. **Characters.** A character covered by spans takes the lowest of their scores (blame is
+   never averaged away); a character no span covers takes the result's ``default``.
 2. **Mixing.** A task that mixes scorers sums their character arrays with its weights.
 3. **Tokens.** A token scores the *minimum* over the characters it covers: a token that touches
    a blamed character is blamed. An empty span ``[s, s)`` (special tokens) takes the score of
@@ -28,11 +28,12 @@ _SPLIT = re.compile(r"\s*\S+|\s+")
 
 def char_scores(result: ScoreResult, length: int) -> np.ndarray:
     """``(length,)`` float64: the result's score of every character of the completion."""
-    scores = np.full(length, float(result.default), dtype=np.float64)
+    scores = np.full(length, np.inf, dtype=np.float64)
     for span in result.spans:
         start, end = max(0, span.start), min(length, span.end)
         if start < end:
             np.minimum(scores[start:end], span.score, out=scores[start:end])
+    scores[np.isposinf(scores)] = float(result.default)
     return scores
 
 

@@ -16,6 +16,12 @@ def test_hand_computed_mapping():
     assert token_scores(chars, [(0, 4), (3, 5), (8, 12), (5, 5), (12, 12)]) == [-0.2, -1.0, -0.5, -1.0, -0.2]
 
 
+def test_spans_replace_the_default_up_or_down():
+    """A correct math step (+0.5) rises above a correct completion's neutral text (+0.1)."""
+    result = ScoreResult(score=1, passed=True, default=0.1, spans=[SpanScore(0, 3, 0.5), SpanScore(2, 5, 1.0)])
+    assert char_scores(result, 6).tolist() == [0.5, 0.5, 0.5, 1.0, 1.0, 0.1]
+
+
 def test_bounds_and_non_finite_values():
     chars = np.array([5.0, -7.0, np.nan, np.inf])
     assert token_scores(chars, [(0, 1), (1, 2), (2, 3), (3, 4)], bounds=(-1, 1)) == [1.0, -1.0, -1.0, 1.0]

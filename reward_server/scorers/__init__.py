@@ -12,6 +12,7 @@ from typing import Any
 SCORERS: dict[str, str] = {
     "react": "reward_server.scorers.react:ReactScorer",
     "math": "reward_server.scorers.math:MathScorer",
+    "model": "reward_server.scorers.model:ModelScorer",
 }
 
 

@@ -35,8 +35,8 @@ class Rollout:
 class ScoreResult:
     """A scorer's verdict on one completion.
 
-    ``default`` scores every character that no span covers; where spans overlap the lowest
-    score wins (blame is never averaged away). All numbers must be finite; the mapper clips
+    ``default`` scores every character that no span covers; a span's score replaces it (up or
+    down) and where spans overlap the lowest score wins (blame is never averaged away). All numbers must be finite; the mapper clips
     them into the configured bounds.
     """
 

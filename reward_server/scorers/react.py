@@ -87,7 +87,7 @@ class ReactScorer:
                    opts: ReactOptions) -> ScoreResult:
         outcome = _outcome(rollout.completion, block, compiled)
         result = SCHEMES[opts.scheme](outcome, opts.blame_lines)
-        result.details = _details(outcome, block, compiled, opts.level)
+        result.details = _details(rollout.completion, outcome, block, compiled, opts.level)
         spec = _spec_of(rollout)
         if isinstance(spec, str):  # a malformed spec is the data's fault: say so, judge compile only
             result.details["spec_error"] = spec
@@ -117,12 +117,14 @@ def _outcome(completion: str, block: Optional[CodeBlock], compiled: Optional[Com
                           diagnostics=tuple(compiled.diagnostics))
 
 
-def _details(outcome: CompileOutcome, block, compiled, level: str) -> dict[str, Any]:
+def _details(completion: str, outcome: CompileOutcome, block, compiled, level: str) -> dict[str, Any]:
+    """Diagnostics located in the completion (offsets and 1-based lines), not in the code."""
+    lines_before = completion.count("\n", 0, outcome.code_start)
     return {
         "level": level,
         "reason": outcome.fatal or ("compiles" if outcome.passed else "compile error"),
         "code_span": [block.start, block.end] if block else None,
-        "errors": [{"start": outcome.code_start + d.start, "end": outcome.code_start + d.end, "line": d.line,
+        "errors": [{"start": outcome.code_start + d.start, "end": outcome.code_start + d.end, "line": d.line + lines_before,
                     "message": d.message} for d in outcome.diagnostics],
         "compile_s": compiled.elapsed_s if compiled else 0.0,
     }

@@ -1,0 +1,109 @@
+"""Launch ``botgrpo serve`` / ``botgrpo worker`` / ``redis-server`` as real processes.
+
+For integration tests and benchmarks, which must exercise the system as deployed: separate
+processes talking HTTP and Redis, killable with any signal.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(extra: dict[str, str]) -> dict[str, str]:
+    """This environment without BOTGRPO_* and REDIS_URL, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOTGRPO_") and k != "REDIS_URL"}
+    env.update(extra)
+    return env
+
+
+class Process:
+    """A command in its own process group, with its output in ``log_path``."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path):
+        self.log_path = Path(log_path)
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.alive():
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=15)
+
+    def stop(self) -> None:
+        try:
+            self.kill(signal.SIGTERM)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self._log.close()
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def botgrpo(args: list[str], env: dict[str, str], log_path: Path) -> Process:
+    """``botgrpo ARGS`` with a clean environment plus ``env``."""
+    return Process([sys.executable, "-m", "botgrpo.cli", *args], clean_env(env), log_path)
+
+
+class Server(Process):
+    """``botgrpo serve`` on a free port, returned once ``/readyz`` answers 200."""
+
+    def __init__(self, log_dir: Path, env: Optional[dict[str, str]] = None, timeout_s: float = 90.0):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__([sys.executable, "-m", "botgrpo.cli", "serve", "--port", str(self.port)], clean_env(env or {}),
+                         Path(log_dir) / f"server-{self.port}.log")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"botgrpo serve exited:\n{self.tail()}")
+            try:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise TimeoutError(f"botgrpo serve on {self.url} not ready after {timeout_s}s:\n{self.tail()}")
+
+
+class Redis(Process):
+    """A private ``redis-server`` (AOF on, fsync always) on a free port, data in ``data_dir``."""
+
+    def __init__(self, data_dir: Path, port: Optional[int] = None):
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not on PATH")
+        self.data_dir, self.port = Path(data_dir), port or free_port()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        super().__init__([binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
+                          "--appendonly", "yes", "--appendfsync", "always", "--save", ""], os.environ.copy(),
+                         self.data_dir / "redis.stdout")
+        import redis
+        probe = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        for _ in range(200):
+            try:
+                if probe.ping():
+                    return
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server on {self.port} did not answer:\n{self.tail()}")

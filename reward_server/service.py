@@ -1,0 +1,165 @@
+"""The scoring service: validates requests against the scorers and scores queued work items.
+
+The HTTP layer calls :meth:`ScoringService.check` before anything is queued (so bad input is a
+4xx, never a failed work item), and the queue's workers call :meth:`ScoringService.handle`,
+in-process or in a ``botgrpo worker`` on another host: the same code either way.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from reward_server.scorers import SCORERS, create_scorer, scorer_class
+from reward_server.scorers.base import Rollout
+from reward_server.settings import ServerSettings
+from reward_server.spans import char_scores, check_offsets, default_split, token_scores
+from services.queue import WorkItem
+from services.schemas import RewardRequest
+
+
+class RequestRejected(Exception):
+    """Input the server will not take; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+class ScoringService:
+    """Owns one scorer per task (created on first use) and the score -> wire-result mapping."""
+
+    def __init__(self, settings: ServerSettings):
+        self.settings = settings
+        self._scorers: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- scorers
+    def scorer(self, task: str):
+        with self._lock:
+            if task not in self._scorers:
+                self._scorers[task] = create_scorer(task, **self._scorer_kwargs(task))
+            return self._scorers[task]
+
+    def _scorer_kwargs(self, task: str) -> dict[str, Any]:
+        s = self.settings
+        if task == "react":
+            return {"allow": s.react_allow, "pool_size": s.react_pool_size, "timeout_s": s.compile_timeout_s}
+        if task == "model":
+            return {"path": s.model_path, "max_batch": s.model_max_batch, "device": s.model_device}
+        return {}
+
+    def tasks(self) -> list[str]:
+        """The tasks this server scores: the model task only when a checkpoint is configured."""
+        return sorted(t for t in SCORERS if t != "model" or self.settings.model_path)
+
+    def warm_up(self) -> None:
+        """Start every scorer's pools now, so the first request does not pay for them."""
+        react = self.scorer("react")
+        react.pool  # noqa: B018 - starting the Node pool is the point
+        self.scorer("math").score_batch([Rollout("1 + 1 = 2, \\boxed{2}", reference={"answer": "sqrt(4)"})],
+                                        scorer_class("math").Options())
+        if "model" in self.tasks():
+            self.scorer("model")
+
+    def healthy(self) -> dict[str, bool]:
+        return {task: getattr(scorer, "healthy", lambda: True)() for task, scorer in self._scorers.items()}
+
+    def close(self) -> None:
+        for scorer in self._scorers.values():
+            getattr(scorer, "close", lambda: None)()
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [{"task": task, "options": scorer_class(task).Options.model_json_schema()} for task in self.tasks()]
+
+    # ---------------------------------------------------------------- validation
+    def check(self, request: RewardRequest) -> BaseModel:
+        """The request's validated options; :class:`RequestRejected` naming the first problem."""
+        s = self.settings
+        if request.task not in self.tasks():
+            raise RequestRejected(422, f"unknown task {request.task!r}; valid tasks: {self.tasks()}")
+        for limit in ("max_rollouts", "queue_max_depth"):  # a batch over the queue's depth could never be queued
+            if len(request.rollouts) > getattr(s, limit):
+                raise RequestRejected(413, f"{len(request.rollouts)} rollouts exceed the limit {limit}={getattr(s, limit)}")
+        options = self._options(request.task, request.options)
+        seen: set[str] = set()
+        for i, rollout in enumerate(request.rollouts):
+            if rollout.id in seen:
+                raise RequestRejected(422, f"rollouts[{i}].id {rollout.id!r} is not unique in the request")
+            seen.add(rollout.id)
+            if len(rollout.completion) > s.max_completion_chars:
+                raise RequestRejected(413, f"rollouts[{i}].completion has {len(rollout.completion)} characters; "
+                                           f"the limit max_completion_chars is {s.max_completion_chars}")
+            if rollout.token_offsets is not None:
+                if len(rollout.token_offsets) > s.max_tokens:
+                    raise RequestRejected(413, f"rollouts[{i}].token_offsets has {len(rollout.token_offsets)} spans; "
+                                               f"the limit max_tokens is {s.max_tokens}")
+                problem = check_offsets(rollout.token_offsets, len(rollout.completion))
+                if problem:
+                    raise RequestRejected(422, f"rollouts[{i}]: {problem}")
+        return options
+
+    @staticmethod
+    def _options(task: str, raw: dict[str, Any]) -> BaseModel:
+        model = scorer_class(task).Options
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors())
+            raise RequestRejected(422, f"invalid options for task {task!r}: {problems}; "
+                                       f"valid options: {sorted(model.model_fields)}") from None
+
+    @staticmethod
+    def work_items(batch: str, request: RewardRequest, options: BaseModel) -> list[WorkItem]:
+        opts = options.model_dump(mode="json")
+        return [WorkItem(batch, i, {"task": request.task, "options": opts, "rollout": r.model_dump(mode="json")})
+                for i, r in enumerate(request.rollouts)]
+
+    # ---------------------------------------------------------------- scoring
+    async def handle(self, items: list[WorkItem]) -> list[dict[str, Any]]:
+        """Score ``items`` (the queue's handler): one wire result per item, in order.
+
+        Items are grouped by task and options so that each scorer sees whole batches.
+        """
+        groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i, item in enumerate(items):
+            groups[(item.payload["task"], json.dumps(item.payload["options"], sort_keys=True))].append(i)
+        results: list[dict[str, Any] | None] = [None] * len(items)
+        for (task, _), members in groups.items():
+            scored = await asyncio.to_thread(self._score_group, task, [items[i] for i in members])
+            for i, result in zip(members, scored):
+                results[i] = result
+        return results  # type: ignore[return-value]
+
+    def _score_group(self, task: str, items: list[WorkItem]) -> list[dict[str, Any]]:
+        scorer = self.scorer(task)
+        options = scorer.Options.model_validate(items[0].payload["options"])
+        rollouts = [item.payload["rollout"] for item in items]
+        verdicts = scorer.score_batch([Rollout(r["completion"], r.get("prompt"), r.get("reference")) for r in rollouts],
+                                      options)
+        return [self._wire(item.index, r, v) for item, r, v in zip(items, rollouts, verdicts)]
+
+    def _wire(self, index: int, rollout: dict[str, Any], verdict) -> dict[str, Any]:
+        low, high = self.settings.bounds
+        completion = rollout["completion"]
+        offsets = rollout.get("token_offsets")
+        offsets = [tuple(span) for span in offsets] if offsets is not None else default_split(completion)
+        scores = token_scores(char_scores(verdict, len(completion)), offsets, (low, high))
+        score = float(min(max(verdict.score, low), high)) if verdict.score == verdict.score else low
+        return {"id": rollout["id"], "group": rollout.get("group"), "index": index, "score": score,
+                "passed": verdict.passed, "token_offsets": [list(s) for s in offsets], "token_scores": scores,
+                "details": verdict.details}
+
+
+def error_result(rollout: dict[str, Any], index: int, error: str, bounds: tuple[float, float]) -> dict[str, Any]:
+    """The result of a rollout that could not be scored: the lower bound on every token."""
+    completion = rollout.get("completion", "")
+    offsets = rollout.get("token_offsets")
+    offsets = [list(s) for s in offsets] if offsets is not None else [list(s) for s in default_split(completion)]
+    low = bounds[0]
+    return {"id": rollout["id"], "group": rollout.get("group"), "index": index, "score": low, "passed": None,
+            "token_offsets": offsets, "token_scores": [low] * len(offsets), "details": {}, "error": error}
