@@ -36,9 +36,9 @@ class Command:
 COMMANDS: dict[str, Command] = {
     "serve": Command("run the token-reward HTTP server", module="serve"),
     "worker": Command("consume the Redis rollout stream and score", module="worker"),
-    "train": Command("train a policy with BoT-GRPO or a baseline", pending="the trainer is tracked in issue 5"),
+    "train": Command("train a policy with BoT-GRPO or a baseline", module="train"),
     "score": Command("score completions from a file and show per-token heat", module="score"),
-    "eval": Command("evaluate a policy: compile rate, pass@k", pending="evaluation is tracked in issue 5"),
+    "eval": Command("evaluate a policy: compile rate per level, pass@k", module="eval"),
     "demo": Command("show the advantage estimators side by side on a toy group", module="demo"),
     "bench": Command("run a benchmark from benchmarks/", module="bench"),
 }

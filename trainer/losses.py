@@ -138,18 +138,22 @@ def gspo_token(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor,
 
 
 # --------------------------------------------------------------------------- aggregation
+# Every aggregation takes the same optional totals, so a caller that splits a batch into
+# micro-batches (or ranks) passes the whole batch's once and ignores which mode is in use.
 @register_aggregation("token-mean")
-def token_mean(per_token: Tensor, mask: Tensor, *, num_tokens: Optional[float] = None) -> Tensor:
+def token_mean(per_token: Tensor, mask: Tensor, *, num_tokens: Optional[float] = None,
+               num_seqs: Optional[float] = None, norm_len: Optional[float] = None) -> Tensor:
     """``sum_{i,t} l_it / N`` with N the number of completion tokens (or ``num_tokens``, e.g.
-    the global count across data-parallel ranks). Every token weighs the same (DAPO)."""
+    the whole batch's count across micro-batches and ranks). Every token weighs the same (DAPO)."""
     denom = mask.sum() if num_tokens is None else torch.as_tensor(num_tokens, dtype=per_token.dtype)
     return torch.where(mask, per_token, 0.0).sum() / denom.clamp_min(1)
 
 
 @register_aggregation("seq-mean-token-mean")
-def seq_mean_token_mean(per_token: Tensor, mask: Tensor, *, num_seqs: Optional[float] = None) -> Tensor:
+def seq_mean_token_mean(per_token: Tensor, mask: Tensor, *, num_tokens: Optional[float] = None,
+                        num_seqs: Optional[float] = None, norm_len: Optional[float] = None) -> Tensor:
     """``mean_i (1/L_i) sum_t l_it`` over rollouts with tokens (GRPO's original form): every
-    rollout weighs the same, so long rollouts' tokens weigh less."""
+    rollout weighs the same, so long rollouts' tokens weigh less. ``num_seqs``: whole-batch count."""
     lengths = mask.sum(dim=1)
     per_seq = torch.where(mask, per_token, 0.0).sum(dim=1) / lengths.clamp_min(1)
     denom = (lengths > 0).sum() if num_seqs is None else torch.as_tensor(num_seqs, dtype=per_token.dtype)
@@ -157,10 +161,10 @@ def seq_mean_token_mean(per_token: Tensor, mask: Tensor, *, num_seqs: Optional[f
 
 
 @register_aggregation("seq-mean-token-sum-norm")
-def seq_mean_token_sum_norm(per_token: Tensor, mask: Tensor, *, norm_len: Optional[float] = None,
-                            num_seqs: Optional[float] = None) -> Tensor:
+def seq_mean_token_sum_norm(per_token: Tensor, mask: Tensor, *, num_tokens: Optional[float] = None,
+                            num_seqs: Optional[float] = None, norm_len: Optional[float] = None) -> Tensor:
     """``(1/B) sum_i sum_t l_it / norm_len`` with a constant ``norm_len`` (default: T, the padded
-    width): Dr. GRPO's length-unbiased sum, no per-rollout length division."""
+    width; the trainer passes max_new_tokens): Dr. GRPO's length-unbiased sum."""
     norm = per_token.shape[1] if norm_len is None else norm_len
     seqs = per_token.shape[0] if num_seqs is None else num_seqs
     return torch.where(mask, per_token, 0.0).sum() / (max(seqs, 1) * max(norm, 1))

@@ -1,0 +1,90 @@
+"""``botgrpo train --config FILE.yaml [flags]``: train a policy with BoT-GRPO or a baseline.
+
+Flags override the file; ``--set key=value`` (YAML value, dotted keys for nested fields such as
+``sampling.max_new_tokens``) reaches every field of :class:`trainer.config.TrainConfig`.
+Under ``torchrun --nproc_per_node N`` it trains data-parallel (DDP or FSDP).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FLAGS = {  # flag -> config field, for the most used fields
+    "model": str, "dataset": str, "eval_dataset": str, "output_dir": str, "task": str, "reward_url": str,
+    "method": str, "estimator": str, "policy_loss": str, "aggregation": str, "steps": int, "lr": float,
+    "group_size": int, "prompts_per_step": int, "seed": int, "kl_coef": float, "num_iterations": int,
+    "max_seconds": float,
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="YAML file of TrainConfig fields")
+    for name, kind in FLAGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    parser.add_argument("--resume", action="store_true", default=None, help="continue from the latest checkpoint")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any field, e.g. sampling.top_p=0.9")
+
+
+def _nested(values: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for key in parents:
+        values = values.setdefault(key, {})
+    values[leaf] = value
+
+
+def build_config(args: argparse.Namespace):
+    from botgrpo.settings import SettingsError, read_yaml
+    from trainer.config import TrainConfig
+
+    values: dict[str, Any] = read_yaml(args.config) if args.config else {}
+    values.update({k: getattr(args, k) for k in FLAGS if getattr(args, k) is not None})
+    if args.resume:
+        values["resume"] = True
+    for pair in args.set:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise SettingsError(f"--set expects KEY=VALUE, got {pair!r}")
+        _nested(values, key, yaml.safe_load(raw))
+    try:
+        return TrainConfig.model_validate(values)
+    except Exception as exc:  # pydantic's message names every bad field
+        raise SettingsError(f"invalid training config: {exc}") from None
+
+
+def describe(cfg) -> str:
+    algo = cfg.algorithm()
+    return (f"method {cfg.method}: estimator={algo.estimator} {algo.estimator_options or ''} "
+            f"policy_loss={algo.policy_loss} clip=({algo.eps_low}, {algo.eps_high}) aggregation={algo.aggregation} "
+            f"kl={algo.kl_coef} ({algo.kl_estimator}) dynamic_sampling={cfg.uses_dynamic_sampling()} "
+            f"overlong_buffer={cfg.overlong_zone()}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from trainer.loop import Trainer
+    from trainer.progress import progress_callback
+
+    cfg = build_config(args)
+    trainer = Trainer(cfg)
+    console = Console()
+    if trainer.d.main:
+        console.print(describe(cfg))
+        out = Path(cfg.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(cfg.model_dump_json(indent=2))
+        (out / "algorithm.json").write_text(json.dumps(cfg.algorithm().model_dump(), indent=2))
+    try:
+        with progress_callback(cfg.steps, enabled=cfg.progress and trainer.d.main) as on_step:
+            trainer.train(on_step)
+    finally:
+        trainer.close()
+    if trainer.d.main:
+        console.print(f"done: {cfg.output_dir}/metrics.jsonl, curves.png, checkpoint-{trainer.step}")
+        for e in trainer.evals:
+            console.print(f"eval at step {e['step']}: pass_rate={e['pass_rate']:.3f} spec_rate={e.get('spec_rate')}")
+    return 0

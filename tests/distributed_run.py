@@ -1,0 +1,30 @@
+"""Entry point for the data-parallel tests: train per a JSON config, save this rank's parameters.
+
+    torchrun --nproc_per_node 2 tests/distributed_run.py CONFIG_JSON OUT_DIR
+"""
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from trainer.config import TrainConfig
+from trainer.distributed import unwrap
+from trainer.loop import Trainer
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    cfg = TrainConfig.model_validate(json.loads(Path(sys.argv[1]).read_text()))
+    trainer = Trainer(cfg)
+    try:
+        trainer.train()
+        state = {name: p.detach().full_tensor() if hasattr(p, "full_tensor") else p.detach()
+                 for name, p in unwrap(trainer.model).named_parameters()}
+        torch.save(state, Path(sys.argv[2]) / f"rank{trainer.d.rank}.pt")
+    finally:
+        trainer.close()
+
+
+if __name__ == "__main__":
+    main()

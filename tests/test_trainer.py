@@ -1,0 +1,127 @@
+"""The trainer end to end on CPU with a tiny policy: rollouts, alignment, a few steps through
+a real reward server, exact resume, and checkpoints that load with from_pretrained."""
+import json
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from botgrpo.tiny import train_tokenizer
+from reward_server.react.schemes import FAIL, FAIL_BASE
+from reward_server.scorers.base import ScoreResult, SpanScore
+from reward_server.spans import char_scores, token_scores
+from tests.live_server import LiveServer
+from tests.tiny_setup import tiny_config, tiny_math_setup
+from trainer.loop import Trainer
+from trainer.rollout.alignment import token_spans
+from trainer.rollout.base import SamplingParams
+from trainer.rollout.hf import HFEngine
+
+REQUIRED = {"step", "reward_mean", "reward_std", "pass_rate", "spec_rate", "kl", "entropy", "clip_frac",
+            "completion_len_mean", "tokens_per_s", "time_generate", "time_score", "time_train"}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    return tiny_math_setup(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = LiveServer(tmp_path_factory.mktemp("srv"), env={"BOTGRPO_WARM_SCORERS": "false"})
+    yield srv
+    srv.stop()
+
+
+def engine_for(setup):
+    tok = AutoTokenizer.from_pretrained(setup["model"])
+    return HFEngine(AutoModelForCausalLM.from_pretrained(setup["model"]), tok)
+
+
+def test_rollouts_depend_only_on_prompt_seed_not_batch(setup):
+    engine = engine_for(setup)
+    sampling = SamplingParams(max_new_tokens=24)
+    together = engine.generate(["Compute 1 + 2.\n", "Compute 3 * 4.\n"], 4, sampling, seeds=[7, 8])
+    alone = engine.generate(["Compute 3 * 4.\n"], 4, sampling, seeds=[8])
+    assert together.texts[4:] == alone.texts
+    assert torch.allclose(together.behaviour_logprobs[4:, :alone.behaviour_logprobs.shape[1]],
+                          alone.behaviour_logprobs, atol=1e-5)
+    for text, spans, n in zip(together.texts, together.spans, together.lengths.tolist()):
+        assert len(spans) == n and spans[-1][1] == len(text)  # one span per token, covering the text
+
+
+def test_behaviour_logprobs_match_the_training_forward(setup):
+    from trainer.policy import completion_logprobs, pack
+    engine = engine_for(setup)
+    batch = engine.generate(["Compute 1 + 2.\n", "Compute (3 + 4) * 5 step by step.\n"], 3,
+                            SamplingParams(max_new_tokens=20, temperature=0.7), seeds=[1, 2])
+    inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 3, engine.pad_id)
+    with torch.no_grad():
+        logp = completion_logprobs(engine.model, *inputs, temperature=0.7)
+    m = batch.completion_mask
+    assert torch.allclose(logp[m], batch.behaviour_logprobs[m], atol=1e-4)
+
+
+def test_alignment_with_tokens_that_cross_line_breaks():
+    code = "export function A() {\n  return <p>x</p>;\n}\n" * 30
+    tok = train_tokenizer([code], vocab_size=300)
+    completion = "export function A() {\n  return <p>x</p;\n}\n"
+    ids = tok(completion)["input_ids"]
+    text, spans = token_spans(tok, ids)
+    assert text == completion
+    crossing = [(s, e) for s, e in spans if "\n" in completion[s:e - 1]]  # a newline, then more of the token
+    assert crossing, "the tokenizer should merge across line breaks for this test to mean anything"
+    line2 = (completion.index("  return"), completion.index("\n}"))
+    result = ScoreResult(score=-1, passed=False, spans=[SpanScore(*line2, FAIL)], default=FAIL_BASE)
+    scores = token_scores(char_scores(result, len(completion)), spans)
+    for (s, e), score in zip(spans, scores):
+        touches = s < line2[1] and e > line2[0]
+        assert score == (FAIL if touches else FAIL_BASE), (completion[s:e], score)
+
+
+def test_few_steps_through_the_real_server(setup, server, tmp_path):
+    cfg = tiny_config(setup, tmp_path / "run", reward_url=server.url, steps=3, kl_coef=0.05, num_iterations=2)
+    trainer = Trainer(cfg)
+    try:
+        records = trainer.train()
+    finally:
+        trainer.close()
+    assert len(records) == 3 and all(REQUIRED <= set(r) for r in records)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in lines] == [1, 2, 3] and all(r["reward_errors"] == 0 for r in lines)
+    assert all(r["kl"] >= 0 for r in lines) and lines[-1]["kl"] > 0
+    assert (tmp_path / "run" / "curves.png").stat().st_size > 10_000
+    assert [e["step"] for e in trainer.evals] == [0, 3]
+    reloaded = AutoModelForCausalLM.from_pretrained(tmp_path / "run" / "checkpoint-3")
+    for a, b in zip(reloaded.parameters(), trainer.model.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_resume_continues_exactly(setup, server, tmp_path):
+    def params(trainer):
+        return [p.detach().clone() for p in trainer.model.parameters()]
+
+    straight = Trainer(tiny_config(setup, tmp_path / "a", reward_url=server.url, steps=4, eval_dataset=None))
+    straight.train()
+    straight.close()
+    first = Trainer(tiny_config(setup, tmp_path / "b", reward_url=server.url, steps=2, eval_dataset=None))
+    first.train()
+    first.close()
+    resumed = Trainer(tiny_config(setup, tmp_path / "b", reward_url=server.url, steps=4, eval_dataset=None, resume=True))
+    assert resumed.step == 2
+    resumed.train()
+    resumed.close()
+    for a, b in zip(params(straight), params(resumed)):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("method", ["grpo", "dr_grpo", "gspo", "dapo", "pure"])
+def test_every_preset_trains(setup, server, tmp_path, method):
+    trainer = Trainer(tiny_config(setup, tmp_path / method, reward_url=server.url, method=method, steps=1,
+                                  eval_dataset=None, plot=False))
+    try:
+        [record] = trainer.train()
+    finally:
+        trainer.close()
+    assert record["step"] == 1 and record["reward_errors"] == 0
+    assert all(isinstance(record[k], (int, float)) for k in ("loss", "grad_norm", "entropy"))

@@ -1,0 +1,53 @@
+"""Evaluation on held-out prompts: pass rate (compile rate per level for react) and pass@k."""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import torch
+
+from trainer.data import Example
+from trainer.rewards import RewardSource
+from trainer.rollout.base import SamplingParams
+
+EVAL_SEED = 1_000_003  # held-out sampling never shares seeds with training
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` samples of which ``c`` passed: ``1 - C(n-c, k) / C(n, k)``."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example], sampling: SamplingParams, *,
+             samples: int = 1, ks: Sequence[int] = (1,), levels: Sequence[Optional[str]] = (None,),
+             seed: int = 0) -> Optional[dict[str, Any]]:
+    """Sample ``samples`` completions per prompt (fixed seeds: the same model gives the same
+    numbers) and score them, once per compile ``level`` (None: the source's own options).
+
+    Returns ``pass_rate``, ``spec_rate`` (passed and met the spec), ``reward_mean``, ``pass@k``
+    for each k, and the same per level as ``<level>/pass_rate`` when several levels are asked.
+    With ``rewards=None`` it only samples (the other ranks of a sharded model) and returns None.
+    """
+    prompts = [e.prompt for e in examples]
+    batch = engine.generate(prompts, samples, sampling, seeds=[EVAL_SEED + seed + i for i in range(len(prompts))])
+    if rewards is None:
+        return None
+    refs = [e.reference for e in examples]
+    out: dict[str, Any] = {"prompts": len(prompts), "samples": samples,
+                           "completion_len_mean": float(batch.lengths.float().mean())}
+    for level in levels:
+        scored = rewards.submit(batch, refs, {"level": level} if level else None).result()
+        passed = torch.nan_to_num(scored.passed, nan=0.0)
+        both = passed * torch.nan_to_num(scored.spec_passed, nan=1.0)
+        prefix = f"{level}/" if level and len(levels) > 1 else ""
+        out[prefix + "pass_rate"] = float(passed.mean())
+        out[prefix + "spec_rate"] = float(both.mean()) if not scored.spec_passed.isnan().all() else None
+        out[prefix + "reward_mean"] = float(scored.seq_rewards.mean())
+        per_prompt = passed.view(len(prompts), samples).sum(1).long().tolist()
+        for k in ks:
+            out[f"{prefix}pass@{k}"] = sum(pass_at_k(samples, c, k) for c in per_prompt) / len(prompts)
+    return out

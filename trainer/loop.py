@@ -1,0 +1,209 @@
+"""The training loop: generate, score (in the background), estimate advantages, update.
+
+Per step, on each rank: take this rank's share of the step's prompts (the order is seeded, so
+all ranks agree), sample G rollouts per prompt, send them to the reward server, compute old and
+reference log-probs while the server scores, shape rewards (overlong penalty, dynamic
+sampling), estimate advantages and update. Checkpoints, metrics and evaluations around it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from trainer import checkpoint
+from trainer.advantages import compute_advantages
+from trainer.config import TrainConfig
+from trainer.data import PromptOrder, load_examples
+from trainer.distributed import (Dist, all_true, broadcast_object, full_state_dicts, init_from_env,
+                                 load_full_state_dicts, unwrap, wrap)
+from trainer.evaluate import evaluate
+from trainer.policy import completion_logprobs, pack
+from trainer.rewards import EmbeddedServer, RewardSource, ScoredBatch
+from trainer.rollout.base import RolloutBatch
+from trainer.rollout.hf import HFEngine
+from trainer.shaping import informative_groups, overlong_penalty
+from trainer.tracking import MetricsLog, plot, read
+from trainer.update import UpdateBatch, policy_update
+
+
+def _schedule(cfg: TrainConfig):
+    def factor(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / (cfg.warmup_steps + 1)
+        progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+        if cfg.lr_schedule == "linear":
+            return max(0.0, 1.0 - progress)
+        if cfg.lr_schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+        return 1.0
+    return factor
+
+
+def _masked_mean(values: torch.Tensor) -> Optional[float]:
+    values = values[~values.isnan()]
+    return float(values.mean()) if values.numel() else None
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, *, dist: Optional[Dist] = None):
+        self.cfg, self.d = cfg, dist or init_from_env()
+        self.algo = cfg.algorithm()
+        self.out = Path(cfg.output_dir)
+        torch.manual_seed(cfg.seed)
+        self.tokenizer = AutoTokenizer.from_pretrained(cfg.model)
+        device = f"cuda:{self.d.local_rank}" if torch.cuda.is_available() else "cpu"
+        model = AutoModelForCausalLM.from_pretrained(cfg.model).to(device)
+        if cfg.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        self.ref = None
+        if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
+            self.ref = AutoModelForCausalLM.from_pretrained(cfg.model).to(device).eval().requires_grad_(False)
+        self.model = wrap(model, cfg.distributed, self.d)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _schedule(cfg))
+        if cfg.prompts_per_step % self.d.world:
+            raise ValueError(f"prompts_per_step={cfg.prompts_per_step} must be a multiple of the {self.d.world} ranks")
+        self.sharded = self.d.enabled and cfg.distributed == "fsdp"
+        synced = (lambda done: all_true(done, self.d)) if self.sharded else None
+        self.engine = HFEngine(unwrap(self.model), self.tokenizer, seed=cfg.seed, everyone_finished=synced)
+        self.examples = load_examples(cfg.dataset, cfg.prompt_column, cfg.reference_column)
+        self.eval_examples = (load_examples(cfg.eval_dataset, cfg.prompt_column, cfg.reference_column)[: cfg.eval_prompts]
+                              if cfg.eval_dataset else [])
+        self.order = PromptOrder(len(self.examples), cfg.seed)
+        self.step, self.evals = 0, []
+        self._stack = ExitStack()
+        url = cfg.reward_url or self._stack.enter_context(EmbeddedServer(warm_scorers=True)).url
+        self.rewards = RewardSource(url, cfg.task, cfg.task_options, cfg.reward_api_key)
+        self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
+        if cfg.resume:
+            self._resume()
+
+    # ------------------------------------------------------------------ one step
+    def _prompts(self) -> tuple[list[int], list[int]]:
+        """This rank's prompt indices and their per-prompt sampling seeds."""
+        chosen = self.order.take(self.cfg.prompts_per_step)
+        mine = list(range(self.d.rank, len(chosen), self.d.world))
+        seeds = [self.cfg.seed * 1_000_003 + self.step * 10_007 + j for j in mine]
+        return [chosen[j] for j in mine], seeds
+
+    def _shape(self, batch: RolloutBatch, scored: ScoredBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        token_rewards, seq_rewards, mask = scored.token_rewards, scored.seq_rewards, batch.completion_mask.clone()
+        zone = self.cfg.overlong_zone()
+        if zone:
+            penalty = overlong_penalty(batch.lengths, self.cfg.sampling.max_new_tokens, zone, self.cfg.overlong_penalty)
+            token_rewards = torch.where(mask, token_rewards + penalty[:, None], 0.0)
+            seq_rewards = seq_rewards + penalty
+        if self.cfg.uses_dynamic_sampling():
+            groups = torch.arange(mask.shape[0]) // batch.group_size
+            mask &= informative_groups(seq_rewards, groups)[:, None]
+        return token_rewards, seq_rewards, mask
+
+    def train_step(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        indices, seeds = self._prompts()
+        batch = self.engine.generate([self.examples[i].prompt for i in indices], self.cfg.group_size,
+                                     self.cfg.sampling, seeds=seeds)
+        pending = self.rewards.submit(batch, [self.examples[i].reference for i in indices])
+        inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
+                      self.engine.pad_id)
+        overlap_started = time.perf_counter()
+        old_logp = ref_logp = None
+        with torch.no_grad():  # while the server scores
+            if self.cfg.num_iterations > 1:
+                old_logp = completion_logprobs(self.model, *inputs, temperature=self.cfg.sampling.temperature).cpu()
+            if self.ref is not None:
+                ref_logp = completion_logprobs(self.ref, *inputs, temperature=self.cfg.sampling.temperature).cpu()
+        overlapped = time.perf_counter() - overlap_started
+        scored = pending.result()
+        score_wait = time.perf_counter() - overlap_started - overlapped
+        token_rewards, seq_rewards, mask = self._shape(batch, scored)
+        groups = torch.arange(mask.shape[0]) // batch.group_size
+        advantages = compute_advantages(self.algo.estimator, token_rewards, mask, groups, seq_rewards,
+                                        **self.algo.estimator_options)
+        update_started = time.perf_counter()
+        stats = policy_update(self.model, self.optimizer, UpdateBatch(*inputs, mask, advantages, old_logp, ref_logp),
+                              self.algo, temperature=self.cfg.sampling.temperature,
+                              micro_batch_size=self.cfg.micro_batch_size, num_iterations=self.cfg.num_iterations,
+                              max_grad_norm=self.cfg.max_grad_norm, norm_len=self.cfg.sampling.max_new_tokens,
+                              d=self.d, bf16=self.cfg.bf16)
+        self.scheduler.step()
+        self.engine.sync_weights()
+        self.step += 1
+        elapsed = time.perf_counter() - started
+        tokens = int(batch.completion_mask.sum())
+        return {"step": self.step, "reward_mean": float(seq_rewards.mean()), "reward_std": float(seq_rewards.std()),
+                "pass_rate": _masked_mean(scored.passed), "spec_rate": _masked_mean(scored.passed * scored.spec_passed),
+                "kl": stats["kl"], "entropy": stats["entropy"], "clip_frac": stats["clip_frac"],
+                "loss": stats["loss"], "grad_norm": stats["grad_norm"], "lr": self.scheduler.get_last_lr()[0],
+                "completion_len_mean": float(batch.lengths.float().mean()), "tokens_per_s": tokens / elapsed,
+                "kept_rollouts": int(mask.any(1).sum()), "reward_errors": scored.errors,
+                "time_generate": batch.timings["generate"], "time_score": scored.seconds,
+                "time_score_wait": score_wait, "time_overlapped": overlapped,
+                "time_train": time.perf_counter() - update_started, "time_step": elapsed}
+
+    # ------------------------------------------------------------------ around the steps
+    def evaluate(self) -> Optional[dict[str, Any]]:
+        if not self.eval_examples or not (self.d.main or self.sharded):
+            return None  # a sharded model needs every rank's forwards; only rank 0 scores
+        scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples, self.cfg.sampling,
+                          seed=self.cfg.seed)
+        if scores is None:
+            return None
+        result = {"step": self.step, **scores}
+        self.evals.append(result)
+        with (self.out / "evals.jsonl").open("a") as f:
+            f.write(json.dumps(result) + "\n")
+        return result
+
+    def save(self) -> Optional[Path]:
+        model_state, optimizer_state = full_state_dicts(self.model, self.optimizer, self.d)  # every rank
+        if not self.d.main:
+            return None
+        return checkpoint.save(self.out, self.step, unwrap(self.model), self.tokenizer, model_state, optimizer_state,
+                               self.scheduler, {"data": self.order.state_dict(), "evals": self.evals})
+
+    def _resume(self) -> None:
+        path = broadcast_object(str(checkpoint.latest(self.out) or ""), self.d)
+        if not path:
+            return
+        state = checkpoint.restore(Path(path), self.scheduler)
+        model_state = AutoModelForCausalLM.from_pretrained(path).state_dict()
+        load_full_state_dicts(self.model, self.optimizer, model_state, state.pop("optimizer"), self.d)
+        self.step, self.evals = state["step"], state.get("evals", [])
+        self.order.load_state_dict(state["data"])
+
+    def close(self) -> None:
+        self.rewards.close()
+        if self.log is not None:
+            self.log.close()
+        self._stack.close()
+
+    def train(self, on_step=None) -> list[dict[str, Any]]:
+        """Run to ``steps`` (or ``max_seconds``); ``on_step(record)`` after each step."""
+        cfg, records, started = self.cfg, [], time.perf_counter()
+        if self.step == 0:
+            self.evaluate()
+        while self.step < cfg.steps and (cfg.max_seconds is None or time.perf_counter() - started < cfg.max_seconds):
+            record = self.train_step()
+            records.append(record)
+            if self.log is not None:
+                self.log.write(record)
+            if on_step is not None:
+                on_step(record)
+            if cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
+                self.evaluate()
+            if cfg.save_every and self.step % cfg.save_every == 0:
+                self.save()
+        self.evaluate()
+        self.save()
+        if cfg.plot and self.d.main and (self.out / "metrics.jsonl").exists():
+            plot(read(self.out / "metrics.jsonl"), self.out / "curves.png", title=f"{cfg.method} on {cfg.task}",
+                 evals=self.evals)
+        return records

@@ -1,0 +1,49 @@
+"""Per-token log-probabilities of completions under a causal LM (the training-side forward).
+
+Sequences are laid out ``[left-padded prompt | completion | right padding]`` so that all
+completions start at the same column and the result aligns with the rollout tensors.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+
+def pack(prompt_ids: Sequence[Sequence[int]], completion_ids: torch.Tensor, completion_mask: torch.Tensor,
+         group_size: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """``(input_ids, attention_mask, position_ids, prompt_width)`` for rows ``i`` = prompt ``i // G``."""
+    B, T = completion_ids.shape
+    width = max(len(p) for p in prompt_ids)
+    input_ids = torch.full((B, width + T), pad_id, dtype=torch.long)
+    attention = torch.zeros((B, width + T), dtype=torch.long)
+    for i in range(B):
+        p = prompt_ids[i // group_size]
+        input_ids[i, width - len(p):width] = torch.tensor(p, dtype=torch.long)
+        attention[i, width - len(p):width] = 1
+    input_ids[:, width:] = torch.where(completion_mask, completion_ids, pad_id)
+    attention[:, width:] = completion_mask.long()
+    positions = (attention.cumsum(1) - 1).clamp_min(0)
+    return input_ids, attention, positions, width
+
+
+def completion_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor,
+                        prompt_width: int, temperature: float = 1.0, with_entropy: bool = False):
+    """``(B, T)`` log pi(y_t | prefix) of the completion tokens (and their entropy if asked).
+
+    Logits are divided by ``temperature``, matching the distribution the rollouts were drawn
+    from. Only completion positions are turned into log-probs, to spare the vocab-sized tensor
+    over the prompt.
+    """
+    device = next(model.parameters()).device
+    logits = model(input_ids=input_ids.to(device), attention_mask=attention.to(device),
+                   position_ids=positions.to(device)).logits
+    logits = logits[:, prompt_width - 1:-1].float() / temperature
+    targets = input_ids[:, prompt_width:].to(device)
+    logprobs_all = torch.log_softmax(logits, dim=-1)
+    logprobs = logprobs_all.gather(-1, targets[..., None]).squeeze(-1)
+    if not with_entropy:
+        return logprobs
+    with torch.no_grad():
+        entropy = -(logprobs_all.exp() * logprobs_all).sum(-1)
+    return logprobs, entropy

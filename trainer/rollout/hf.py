@@ -1,0 +1,168 @@
+"""Rollouts with a Hugging Face causal LM and a lean decode loop of our own.
+
+Why not ``model.generate``: on small models its per-step bookkeeping dominates, it keeps
+decoding rows that have finished (wasted work when lengths vary), and its sampling draws from
+one global RNG, so a rollout depends on which other prompts share its batch. Here:
+
+* one prefill over left-padded prompts, then one single-token forward per step on a KV cache;
+* rows that emit eos leave the batch (their cache rows are dropped), so a step costs what the
+  *unfinished* rollouts cost;
+* each prompt's G rollouts draw from a generator seeded by that prompt's seed, so the same
+  prompt and weights give the same rollouts on any rank and in any batch;
+* under FSDP, ranks that finish early keep stepping with a dummy forward until all have
+  finished, because every sharded forward is a collective.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from typing import Optional, Sequence
+
+import torch
+
+from .alignment import token_spans
+from .base import RolloutBatch, SamplingParams
+
+
+def _sample(logits: torch.Tensor, sampling: SamplingParams, groups: torch.Tensor,
+            generators: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Next tokens and their log-probs under the temperature-scaled distribution.
+
+    Top-p restricts what can be drawn; the log-prob reported is that of the full
+    temperature-scaled softmax, which is what the trainer recomputes.
+    """
+    logprobs = torch.log_softmax(logits.float() / sampling.temperature, dim=-1)
+    probs = logprobs.exp()
+    if sampling.top_p < 1.0:
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        outside = sorted_p.cumsum(-1) - sorted_p > sampling.top_p
+        probs = probs.scatter(-1, order, sorted_p.masked_fill(outside, 0.0))
+    tokens = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
+    for g in groups.unique().tolist():
+        rows = (groups == g).nonzero().squeeze(1)
+        tokens[rows] = torch.multinomial(probs[rows], 1, generator=generators[g]).squeeze(1)
+    return tokens, logprobs.gather(1, tokens[:, None]).squeeze(1)
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_params(model_class) -> frozenset[str]:
+    return frozenset(inspect.signature(model_class.forward).parameters)
+
+
+def _cache_of(output):
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
+
+
+class HFEngine:
+    """Batched sampling from ``model`` (any ``AutoModelForCausalLM``) with ``tokenizer``."""
+
+    def __init__(self, model, tokenizer, *, seed: int = 0, everyone_finished=None):
+        """``everyone_finished(local_done) -> bool`` synchronises the decode loop across ranks
+        when the model is sharded (FSDP): every rank must run the same number of forwards."""
+        self.model, self.tokenizer, self.seed = model, tokenizer, seed
+        self.everyone_finished = everyone_finished or (lambda local_done: local_done)
+        self.eos_id = tokenizer.eos_token_id
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
+
+    def sync_weights(self) -> None:
+        """Nothing to do: the engine samples from the trained model itself."""
+
+    def encode_prompts(self, prompts: Sequence[str]) -> list[list[int]]:
+        return [self.tokenizer(p)["input_ids"] for p in prompts]
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[str], group_size: int, sampling: SamplingParams,
+                 seeds: Optional[Sequence[int]] = None) -> RolloutBatch:
+        started = time.perf_counter()
+        prompt_ids = self.encode_prompts(prompts)
+        seeds = list(seeds) if seeds is not None else [self.seed + i for i in range(len(prompts))]
+        generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            ids, logprobs, lengths = self._decode(prompt_ids, group_size, sampling, generators)
+        finally:
+            self.model.train(was_training)
+        batch = self._package(prompt_ids, ids, logprobs, lengths, group_size)
+        batch.timings["generate"] = time.perf_counter() - started
+        return batch
+
+    def _prefill_inputs(self, rows: list[list[int]], device) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(p) for p in rows)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, p in enumerate(rows):
+            input_ids[i, width - len(p):] = torch.tensor(p)
+            attention[i, width - len(p):] = 1
+        return input_ids.to(device), attention.to(device)
+
+    def _decode(self, prompt_ids, group_size, sampling, generators):
+        """``(ids, logprobs, lengths)``: ``(B, max_new_tokens)`` tokens and log-probs, ``(B,)`` lengths."""
+        device = next(self.model.parameters()).device
+        B, max_new = len(prompt_ids) * group_size, sampling.max_new_tokens
+        input_ids, attention = self._prefill_inputs([p for p in prompt_ids for _ in range(group_size)], device)
+        positions = (attention.cumsum(1) - 1).clamp_min(0)
+        alive = torch.arange(B, device=device)       # original row index of each row still decoding
+        groups = alive // group_size
+        out_ids = torch.full((B, max_new), self.pad_id, dtype=torch.long)
+        out_lp = torch.zeros((B, max_new))
+        lengths = torch.full((B,), max_new, dtype=torch.long)
+
+        out = self._forward(input_ids=input_ids, attention_mask=attention, position_ids=positions)
+        cache, logits, next_pos = _cache_of(out), out.logits[:, -1], positions[:, -1] + 1
+        finished = False
+        for t in range(max_new - 1):
+            if not finished:
+                tokens, done = self._record(t, logits, sampling, groups, generators, alive, out_ids, out_lp, lengths)
+                finished = bool(done.all())
+            if self.everyone_finished(finished):
+                return out_ids, out_lp, lengths
+            if finished:  # other ranks still decode: keep their sharded forwards company
+                self._forward(input_ids=input_ids[:1, -1:])
+                continue
+            if bool(done.any()):  # finished rows leave the batch, cache rows included
+                keep = (~done).nonzero().squeeze(1)
+                cache.batch_select_indices(keep)
+                alive, groups, tokens = alive[keep], groups[keep], tokens[keep]
+                attention, next_pos = attention[keep], next_pos[keep]
+            attention = torch.cat([attention, attention.new_ones((attention.shape[0], 1))], dim=1)
+            out = self._forward(input_ids=tokens[:, None], attention_mask=attention, position_ids=next_pos[:, None],
+                                cache=cache)
+            cache, logits, next_pos = _cache_of(out), out.logits[:, -1], next_pos + 1
+        if not finished:
+            self._record(max_new - 1, logits, sampling, groups, generators, alive, out_ids, out_lp, lengths)
+        return out_ids, out_lp, lengths
+
+    def _record(self, t, logits, sampling, groups, generators, alive, out_ids, out_lp, lengths):
+        """Sample step ``t`` for the live rows and write it into the outputs; ``(tokens, done)``."""
+        tokens, logprobs = _sample(logits, sampling, groups, generators)
+        rows = alive.cpu()
+        out_ids[rows, t], out_lp[rows, t] = tokens.cpu(), logprobs.cpu()
+        done = tokens == self.eos_id
+        lengths[rows[done.cpu()]] = t + 1
+        return tokens, done
+
+    def _forward(self, cache=None, **inputs):
+        """One forward returning only the last position's logits, across transformers versions
+        (the KV cache argument is ``cache`` from 5.x on, ``past_key_values`` before)."""
+        params = _forward_params(type(self.model))
+        if "logits_to_keep" in params:
+            inputs["logits_to_keep"] = 1
+        if cache is not None:
+            inputs["cache" if "cache" in params else "past_key_values"] = cache
+        return self.model(use_cache=True, **inputs)
+
+    def _package(self, prompt_ids, ids, logprobs, lengths, group_size) -> RolloutBatch:
+        T = int(lengths.max()) if lengths.numel() else 1
+        mask = torch.arange(ids.shape[1])[None, :] < lengths[:, None]
+        texts, spans = [], []
+        for i in range(ids.shape[0]):
+            text, s = token_spans(self.tokenizer, ids[i, : lengths[i]].tolist())
+            texts.append(text)
+            spans.append(s)
+        truncated = ids.gather(1, (lengths - 1).clamp_min(0)[:, None]).squeeze(1) != self.eos_id
+        return RolloutBatch(prompt_ids=prompt_ids, completion_ids=ids[:, :T], completion_mask=mask[:, :T],
+                            behaviour_logprobs=torch.where(mask, logprobs, 0.0)[:, :T], texts=texts, spans=spans,
+                            truncated=truncated, group_size=group_size)

@@ -1,0 +1,79 @@
+"""One policy update: the loss over a scored batch, accumulated over micro-batches (and ranks).
+
+Aggregation totals (tokens, sequences) are those of the *whole* batch across ranks, and the
+loss is scaled by the world size because DDP averages gradients: so micro-batching and data
+parallelism leave the gradient equal to the single-process, single-pass one.
+"""
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from botgrpo.settings import AlgorithmSettings
+from trainer.distributed import Dist, global_sum
+from trainer.losses import KL_ESTIMATORS, POLICY_LOSSES, aggregate, lookup
+from trainer.policy import completion_logprobs
+
+
+@dataclass
+class UpdateBatch:
+    input_ids: torch.Tensor      # (B, W + T)
+    attention: torch.Tensor
+    positions: torch.Tensor
+    prompt_width: int
+    mask: torch.Tensor           # (B, T) completion tokens taking part in the loss
+    advantages: torch.Tensor     # (B, T)
+    old_logp: Optional[torch.Tensor] = None   # (B, T) for num_iterations > 1
+    ref_logp: Optional[torch.Tensor] = None   # (B, T) when kl_coef > 0
+
+
+def _rows(batch: UpdateBatch, rows: slice) -> dict:
+    return {"input_ids": batch.input_ids[rows], "attention": batch.attention[rows], "positions": batch.positions[rows]}
+
+
+def _autocast(bf16: bool):
+    if bf16 and torch.cuda.is_available():
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def policy_update(model, optimizer, batch: UpdateBatch, algo: AlgorithmSettings, *, temperature: float,
+                  micro_batch_size: int, num_iterations: int, max_grad_norm: float, norm_len: int,
+                  d: Dist, bf16: bool = False) -> dict[str, float]:
+    """``num_iterations`` optimizer steps on ``batch``; returns the mean diagnostics."""
+    device = next(model.parameters()).device
+    loss_fn = lookup(POLICY_LOSSES, algo.policy_loss, "policy loss")
+    kl_fn = lookup(KL_ESTIMATORS, algo.kl_estimator, "KL estimator")
+    totals = {"num_tokens": global_sum(batch.mask.sum().item(), d),
+              "num_seqs": global_sum(batch.mask.shape[0], d), "norm_len": norm_len}
+    B = batch.mask.shape[0]
+    sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "entropy": 0.0, "grad_norm": 0.0}
+    tokens = max(float(batch.mask.sum()), 1.0)
+    for _ in range(num_iterations):
+        optimizer.zero_grad(set_to_none=True)
+        for start in range(0, B, micro_batch_size):
+            rows = slice(start, start + micro_batch_size)
+            mask = batch.mask[rows].to(device)
+            with _autocast(bf16):
+                logp, entropy = completion_logprobs(model, **_rows(batch, rows), prompt_width=batch.prompt_width,
+                                                    temperature=temperature, with_entropy=True)
+            old = batch.old_logp[rows].to(device) if batch.old_logp is not None else logp.detach()
+            per_token, stats = loss_fn(logp, old, batch.advantages[rows].to(device), mask,
+                                       eps_low=algo.eps_low, eps_high=algo.eps_high)
+            if algo.kl_coef > 0 and batch.ref_logp is not None:
+                kl = kl_fn(logp, batch.ref_logp[rows].to(device))
+                per_token = per_token + algo.kl_coef * kl
+                sums["kl"] += float(torch.where(mask, kl.detach(), 0.0).sum()) / tokens / num_iterations
+            loss = aggregate(algo.aggregation, per_token, mask, **totals) * d.world
+            loss.backward()
+            share = float(mask.sum()) / tokens / num_iterations
+            sums["loss"] += float(loss.detach()) / d.world / num_iterations
+            sums["clip_frac"] += float(stats["clip_frac"]) * share
+            sums["entropy"] += float(torch.where(mask, entropy, 0.0).sum()) / tokens / num_iterations
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        sums["grad_norm"] += float(grad_norm) / num_iterations
+        optimizer.step()
+    return sums
