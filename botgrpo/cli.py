@@ -39,7 +39,7 @@ COMMANDS: dict[str, Command] = {
     "train": Command("train a policy with BoT-GRPO or a baseline", module="train"),
     "score": Command("score completions from a file and show per-token heat", module="score"),
     "eval": Command("evaluate a policy: compile rate per level, pass@k", module="eval"),
-    "demo": Command("show the advantage estimators side by side on a toy group", module="demo"),
+    "demo": Command("the whole system on one machine: reward server, tiny policy, BoT-GRPO on React", module="demo"),
     "bench": Command("run a benchmark from benchmarks/", module="bench"),
 }
 

@@ -47,6 +47,8 @@ class TrainConfig(BaseModel):
     kl_coef: Optional[float] = None
 
     # sampling and batch
+    engine: Literal["hf", "vllm"] = Field("hf", description="rollout engine: transformers (any device) or vLLM (GPU, extra [vllm])")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="share of GPU memory for vLLM's KV cache")
     group_size: int = Field(8, ge=1, description="rollouts per prompt (G)")
     prompts_per_step: int = Field(8, ge=1, description="prompts per step, over all ranks")
     sampling: SamplingParams = Field(default_factory=SamplingParams)

@@ -72,7 +72,7 @@ class Trainer:
             raise ValueError(f"prompts_per_step={cfg.prompts_per_step} must be a multiple of the {self.d.world} ranks")
         self.sharded = self.d.enabled and cfg.distributed == "fsdp"
         synced = (lambda done: all_true(done, self.d)) if self.sharded else None
-        self.engine = HFEngine(unwrap(self.model), self.tokenizer, seed=cfg.seed, everyone_finished=synced)
+        self.engine = self._engine(synced)
         self.examples = load_examples(cfg.dataset, cfg.prompt_column, cfg.reference_column)
         self.eval_examples = (load_examples(cfg.eval_dataset, cfg.prompt_column, cfg.reference_column)[: cfg.eval_prompts]
                               if cfg.eval_dataset else [])
@@ -84,6 +84,13 @@ class Trainer:
         self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
         if cfg.resume:
             self._resume()
+
+    def _engine(self, synced):
+        if self.cfg.engine == "vllm":
+            from trainer.rollout.vllm import VLLMEngine
+            return VLLMEngine(unwrap(self.model), self.tokenizer, self.cfg.model, seed=self.cfg.seed,
+                              gpu_memory_utilization=self.cfg.vllm_gpu_memory_utilization)
+        return HFEngine(unwrap(self.model), self.tokenizer, seed=self.cfg.seed, everyone_finished=synced)
 
     # ------------------------------------------------------------------ one step
     def _prompts(self) -> tuple[list[int], list[int]]:

@@ -56,12 +56,17 @@ def fence(code: str) -> str:
     return f"{FENCE}tsx\n{code}{FENCE}"
 
 
-def make_example(rng: random.Random) -> ReactExample:
+def make_example(rng: random.Random, vocabulary: int | None = None) -> ReactExample:
     """One task, drawn from ``rng``: a template, a name, texts, and a spec picked from what
-    the rendered component contains (so the reference completion satisfies it)."""
+    the rendered component contains (so the reference completion satisfies it).
+
+    ``vocabulary`` limits names and words to the first N of each: a tiny policy learns to copy
+    a name or a word from the prompt far sooner when it has seen each one many times.
+    """
+    names, words = COMPONENT_NAMES[:vocabulary], WORDS[: max(3, vocabulary or len(WORDS))]
     template = rng.choice(sorted(TEMPLATES))
-    name = rng.choice(COMPONENT_NAMES)
-    component = TEMPLATES[template](rng, name, rng.sample(WORDS, 3))
+    name = rng.choice(names)
+    component = TEMPLATES[template](rng, name, rng.sample(words, 3))
     distinct = sorted(set(component.elements))
     elements = sorted(rng.sample(distinct, rng.choice([1, 2, 2, 3])), key=component.elements.index)
     text = component.texts[0]
@@ -86,18 +91,18 @@ def instruction(spec: dict) -> str:
     return out
 
 
-def make_examples(n: int, seed: int) -> list[ReactExample]:
+def make_examples(n: int, seed: int, vocabulary: int | None = None) -> list[ReactExample]:
     rng = random.Random(seed)
-    return [make_example(rng) for _ in range(n)]
+    return [make_example(rng, vocabulary) for _ in range(n)]
 
 
-def make_prompts(n: int, seed: int) -> list[Task]:
+def make_prompts(n: int, seed: int, vocabulary: int | None = None) -> list[Task]:
     """``n`` tasks for RL or evaluation, deterministic in ``seed``."""
-    return [example.task for example in make_examples(n, seed)]
+    return [example.task for example in make_examples(n, seed, vocabulary)]
 
 
 def make_sft_corpus(n: int, seed: int, broken_share: float = 0.5,
-                    mix: dict[str, float] | None = None) -> list[tuple[str, str]]:
+                    mix: dict[str, float] | None = None, vocabulary: int | None = None) -> list[tuple[str, str]]:
     """``n`` (prompt, completion) pairs; a ``broken_share`` of the completions are corrupted,
     with corruptions drawn by weight from ``mix`` (default :data:`SFT_MIX`).
 
@@ -111,7 +116,7 @@ def make_sft_corpus(n: int, seed: int, broken_share: float = 0.5,
     kinds = sorted(weights)
     pairs = []
     for _ in range(n):
-        example = make_example(rng)
+        example = make_example(rng, vocabulary)
         completion = example.completion
         if rng.random() < broken_share:
             kind = rng.choices(kinds, [weights[k] for k in kinds])[0]
