@@ -81,9 +81,12 @@ class Trainer:
         self._stack = ExitStack()
         url = cfg.reward_url or self._stack.enter_context(EmbeddedServer(warm_scorers=True)).url
         self.rewards = RewardSource(url, cfg.task, cfg.task_options, cfg.reward_api_key)
-        self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
         if cfg.resume:
             self._resume()
+        elif self.d.main:  # a new run in an old directory starts new records
+            for name in ("metrics.jsonl", "evals.jsonl"):
+                (self.out / name).unlink(missing_ok=True)
+        self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
 
     def _engine(self, synced):
         if self.cfg.engine == "vllm":
