@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 M = TypeVar("M", bound=BaseModel)
 ENV_PREFIX = "BOTGRPO_"
@@ -34,35 +34,21 @@ class AlgorithmSettings(BaseModel):
     kl_estimator: str = Field("k3", description="KL estimator (trainer.losses.KL_ESTIMATORS)")
     kl_coef: float = Field(0.0, ge=0, description="weight of the KL penalty; 0 loads no reference model")
 
-    @field_validator("estimator")
+    @field_validator("estimator", "policy_loss", "aggregation", "kl_estimator")
     @classmethod
-    def _known_estimator(cls, name: str) -> str:
-        from trainer.advantages import ESTIMATORS
-        return _known(name, ESTIMATORS, "advantage estimator")
-
-    @field_validator("policy_loss")
-    @classmethod
-    def _known_policy_loss(cls, name: str) -> str:
-        from trainer.losses import POLICY_LOSSES
-        return _known(name, POLICY_LOSSES, "policy loss")
-
-    @field_validator("aggregation")
-    @classmethod
-    def _known_aggregation(cls, name: str) -> str:
-        from trainer.losses import AGGREGATIONS
-        return _known(name, AGGREGATIONS, "loss aggregation")
-
-    @field_validator("kl_estimator")
-    @classmethod
-    def _known_kl(cls, name: str) -> str:
-        from trainer.losses import KL_ESTIMATORS
-        return _known(name, KL_ESTIMATORS, "KL estimator")
+    def _registered(cls, name: str, info: ValidationInfo) -> str:
+        registry, kind = _registries()[info.field_name]
+        if name not in registry:
+            raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
+        return name
 
 
-def _known(name: str, registry: Mapping[str, Any], kind: str) -> str:
-    if name not in registry:
-        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
-    return name
+def _registries() -> dict[str, tuple[Mapping[str, Any], str]]:
+    """Field -> (registry, what it holds). Imported late: settings load before torch is needed."""
+    from trainer.advantages import ESTIMATORS
+    from trainer.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES
+    return {"estimator": (ESTIMATORS, "advantage estimator"), "policy_loss": (POLICY_LOSSES, "policy loss"),
+            "aggregation": (AGGREGATIONS, "loss aggregation"), "kl_estimator": (KL_ESTIMATORS, "KL estimator")}
 
 
 def _from_env(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:

@@ -71,6 +71,14 @@ class _Policy:
             raise RewardServerError(status, f"gave up after {attempt + 1} attempts: {error}") from error
 
 
+def _accept(line: str, pending: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The result on ``line`` if it answers a still-pending id (a resumed stream may repeat one)."""
+    if not line.strip():
+        return None
+    result = json.loads(line)
+    return result if pending.pop(result["id"], None) is not None else None
+
+
 def _body(task: str, rollouts: Sequence[Mapping[str, Any]], options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
     return {"task": task, "options": dict(options or {}), "rollouts": [dict(r) for r in rollouts]}
 
@@ -124,10 +132,8 @@ class AsyncRewardClient:
                         await response.aread()
                     _check(response)
                     async for line in response.aiter_lines():
-                        if line.strip():
-                            result = json.loads(line)
-                            if pending.pop(result["id"], None) is not None:
-                                yield result
+                        if (result := _accept(line, pending)) is not None:
+                            yield result
                 if pending:
                     raise _Retryable(None, f"stream ended with {len(pending)} results missing")
             except (_Retryable, *_RETRY_ERRORS) as error:
@@ -179,10 +185,8 @@ class RewardClient:
                         response.read()
                     _check(response)
                     for line in response.iter_lines():
-                        if line.strip():
-                            result = json.loads(line)
-                            if pending.pop(result["id"], None) is not None:
-                                yield result
+                        if (result := _accept(line, pending)) is not None:
+                            yield result
                 if pending:
                     raise _Retryable(None, f"stream ended with {len(pending)} results missing")
             except (_Retryable, *_RETRY_ERRORS) as error:

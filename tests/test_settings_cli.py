@@ -56,8 +56,8 @@ def test_every_command_has_help():
         assert command.module and command.help
 
 
-def test_demo_prints_every_estimator(capsys):
-    assert main(["demo"]) == 0
+def test_toy_demo_prints_every_estimator(capsys):
+    assert main(["demo", "--toy"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("bot_grpo", "grpo", "dr_grpo", "rloo", "pure"))
 

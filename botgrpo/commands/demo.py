@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from trainer.demo import run as run_demo
 
-    overrides = {f.name: getattr(args, f.name) for f in fields(DemoSettings) if getattr(args, f.name, None) is not None}
+    overrides = {f.name: getattr(args, f.name) for f in fields(DemoSettings)
+                 if f.name not in ("out_dir", "method") and getattr(args, f.name, None) is not None}
     settings = DemoSettings(out_dir=args.out, method=args.method, **overrides)
     if args.fresh:
         shutil.rmtree(Path(args.out) / f"warm-{settings.warm_key()}", ignore_errors=True)

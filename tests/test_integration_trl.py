@@ -1,0 +1,96 @@
+"""BoTGRPOTrainer (TRL integration) trains a tiny local model on CPU with token-level rewards.
+
+Needs TRL (extra ``[trl]``). Without it the module is skipped, unless ``BOTGRPO_REQUIRE_TRL``
+is set (to anything): then the missing import is an error, so a CI job that means to test the
+integration cannot pass by skipping it.
+"""
+import os
+
+import pytest
+import torch
+
+if os.environ.get("BOTGRPO_REQUIRE_TRL") is None:
+    pytest.importorskip("trl", reason="TRL is not installed (extra [trl]); set BOTGRPO_REQUIRE_TRL=1 to require it")
+
+from datasets import Dataset  # noqa: E402  (TRL's dependency)
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+from trl import GRPOConfig  # noqa: E402
+
+from trainer.integrations.trl import BoTGRPOTrainer  # noqa: E402
+from trainer.sft import build_tiny_policy  # noqa: E402
+from trainer.tasks import arith  # noqa: E402
+
+GROUP = 4
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    pairs = arith.make_sft_corpus(200, 0)
+    return str(build_tiny_policy([p + c for p, c in pairs], tmp_path_factory.mktemp("tiny") / "model",
+                                 hidden=32, layers=2, vocab_size=300))
+
+
+def digit_tokens(prompts, completions, completion_ids, *, tokenizer, **columns):
+    """1.0 for a token whose text holds a digit, else 0.0: rewards vary within a completion."""
+    return [[float(any(ch.isdigit() for ch in tokenizer.decode([t]))) for t in ids] for ids in completion_ids]
+
+
+class Recording(BoTGRPOTrainer):
+    """Keeps what each generation round handed to the loss."""
+
+    batches: list
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        self.batches.append({k: output[k].detach().clone() for k in ("advantages", "completion_mask")})
+        return output
+
+
+def make_trainer(model_dir, tmp_path, steps=3):
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
+                      max_completion_length=12, max_steps=steps, learning_rate=1e-2, beta=0.0, use_cpu=True,
+                      bf16=False, report_to="none", save_strategy="no", disable_tqdm=True, logging_steps=1,
+                      activation_checkpointing=False, seed=0)
+    prompts = [task.prompt for task in arith.make_prompts(16, 1)]
+    trainer = Recording(model=model, reward_funcs=lambda **kw: digit_tokens(tokenizer=tokenizer, **kw), args=args,
+                        train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer)
+    trainer.batches = []
+    return trainer
+
+
+def test_training_steps_give_finite_loss_and_move_the_weights(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    result = trainer.train()
+    assert trainer.state.global_step == 3
+    assert torch.isfinite(torch.tensor(result.training_loss))
+    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    assert losses and all(torch.isfinite(torch.tensor(losses)))
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert changed, "no parameter moved"
+
+
+def test_advantages_are_per_token_and_follow_token_rewards(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path, steps=2)
+    trainer.train()
+    assert trainer.batches
+    differing = 0
+    for batch in trainer.batches:
+        adv, mask = batch["advantages"], batch["completion_mask"].bool()
+        assert adv.shape == mask.shape  # (B, T), not TRL's (B,)
+        assert torch.all(adv[~mask] == 0)
+        assert adv.isfinite().all()
+        for row, m in zip(adv, mask):
+            values = row[m]
+            differing += int(values.numel() > 1 and bool((values != values[0]).any()))
+    assert differing > 0, "token rewards differ within completions, so their advantages should too"
+
+
+def test_token_rewards_of_the_wrong_length_are_rejected(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path, steps=1)
+    trainer.reward_funcs = [lambda completion_ids, **kw: [[0.0] for _ in completion_ids]]
+    with pytest.raises(ValueError, match="must score every token"):
+        trainer.train()

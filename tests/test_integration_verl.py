@@ -1,0 +1,98 @@
+"""The verl adapter against verl's estimator contract, without verl installed.
+
+verl (0.9.x, ``ray_trainer.compute_advantage``) calls a registered estimator with keyword
+arguments ``token_level_rewards`` (bs, T) float, ``response_mask`` (bs, T) 0/1 (float or int),
+``config`` (its ``AlgoConfig``) and ``index`` (an object array of string uids, one per row), and
+stores the ``(advantages, returns)`` it returns. Registration itself needs verl and is tested
+only where verl is installed.
+"""
+import uuid
+
+import numpy as np
+import pytest
+import torch
+
+from trainer.advantages import compute_advantages
+from trainer.integrations.verl import bot_grpo_advantage, group_ids_from_uids, register
+
+
+def verl_batch(groups=3, group_size=4, width=7, seed=0):
+    """A batch as verl hands it over: right-padded responses, float mask, string uids."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, width + 1, (groups * group_size,), generator=g)
+    mask = (torch.arange(width)[None, :] < lengths[:, None]).float()
+    rewards = torch.randn(groups * group_size, width, generator=g) * mask
+    uids = np.array([str(uuid.UUID(int=k)) for k in range(groups) for _ in range(group_size)], dtype=object)
+    return rewards, mask, uids
+
+
+def test_matches_compute_advantages_and_returns_equal_advantages():
+    rewards, mask, uids = verl_batch()
+    advantages, returns = bot_grpo_advantage(token_level_rewards=rewards, response_mask=mask, index=uids, config=None)
+    expected = compute_advantages("bot_grpo", rewards, mask.bool(), torch.arange(12) // 4)
+    assert advantages.shape == rewards.shape == returns.shape
+    assert advantages.dtype == rewards.dtype
+    torch.testing.assert_close(advantages, expected)
+    assert torch.equal(returns, advantages)
+
+
+def test_padding_is_exactly_zero_even_with_garbage_rewards_there():
+    rewards, mask, uids = verl_batch(seed=1)
+    rewards = torch.where(mask.bool(), rewards, torch.tensor(1e9))
+    advantages, _ = bot_grpo_advantage(token_level_rewards=rewards, response_mask=mask, index=uids, config=None)
+    assert torch.all(advantages[mask == 0] == 0.0)
+    assert advantages.isfinite().all()
+
+
+def test_string_uids_group_rows_in_any_order():
+    rewards, mask, uids = verl_batch(seed=2)
+    order = torch.randperm(12, generator=torch.Generator().manual_seed(3))
+    shuffled, _ = bot_grpo_advantage(token_level_rewards=rewards[order], response_mask=mask[order],
+                                     index=uids[order.numpy()], config=None)
+    straight, _ = bot_grpo_advantage(token_level_rewards=rewards, response_mask=mask, index=uids, config=None)
+    torch.testing.assert_close(shuffled, straight[order])
+
+
+def test_uids_map_to_dense_ids_in_order_of_first_appearance():
+    assert group_ids_from_uids(np.array(["b", "a", "b", "c"], dtype=object), 4).tolist() == [0, 1, 0, 2]
+    assert group_ids_from_uids(None, 3).tolist() == [0, 0, 0]
+    with pytest.raises(ValueError):
+        group_ids_from_uids(np.array(["a", "b"], dtype=object), 3)
+
+
+def test_groups_are_normalised_separately():
+    """Each group's length-weighted token rewards have mean 0 and (population) std 1."""
+    rewards, mask, uids = verl_batch(groups=2, group_size=5, seed=4)
+    advantages, _ = bot_grpo_advantage(token_level_rewards=rewards, response_mask=mask, index=uids, config=None)
+    for g in range(2):
+        rows = slice(5 * g, 5 * g + 5)
+        weights = mask[rows] / mask[rows].sum(1, keepdim=True)
+        mean = (weights * advantages[rows]).sum() / weights.sum()
+        var = (weights * (advantages[rows] - mean) ** 2).sum() / weights.sum()
+        assert abs(float(mean)) < 1e-5 and abs(float(var) - 1) < 1e-3
+
+
+def test_extra_keyword_arguments_from_verl_are_accepted():
+    rewards, mask, uids = verl_batch(seed=5)
+    advantages, _ = bot_grpo_advantage(token_level_rewards=rewards, response_mask=mask, index=uids, config={},
+                                       reward_baselines=torch.zeros(12), epsilon=1e-6)
+    assert advantages.shape == rewards.shape
+
+
+def test_options_reach_the_estimator():
+    rewards, mask, uids = verl_batch(seed=6)
+    advantages, _ = bot_grpo_advantage(token_level_rewards=rewards, response_mask=mask, index=uids, config=None,
+                                       options={"use_reward_to_go": True})
+    expected = compute_advantages("bot_grpo", rewards, mask.bool(), torch.arange(12) // 4, use_reward_to_go=True)
+    torch.testing.assert_close(advantages, expected)
+
+
+def test_register_puts_the_estimator_in_verls_registry():
+    core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
+    fn = register()
+    assert core_algos.get_adv_estimator_fn("bot_grpo") is fn
+    assert register() is fn  # idempotent: same options, same function object
+    rewards, mask, uids = verl_batch(seed=7)
+    advantages, _ = core_algos.get_adv_estimator_fn("bot_grpo")(token_level_rewards=rewards, response_mask=mask,
+                                                                 index=uids, config=None)
+    torch.testing.assert_close(advantages, bot_grpo_advantage(rewards, mask, uids)[0])
