@@ -48,7 +48,9 @@ class ScoringService:
     def _scorer_kwargs(self, task: str) -> dict[str, Any]:
         s = self.settings
         if task == "react":
-            return {"allow": s.react_allow, "pool_size": s.react_pool_size, "timeout_s": s.compile_timeout_s}
+            from sandbox.isolation import IsolationConfig
+            return {"allow": s.react_allow, "pool_size": s.react_pool_size, "timeout_s": s.compile_timeout_s,
+                    "isolation": IsolationConfig(require=frozenset(s.sandbox_require))}
         if task == "model":
             return {"path": s.model_path, "max_batch": s.model_max_batch, "device": s.model_device}
         return {}

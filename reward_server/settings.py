@@ -29,6 +29,8 @@ class ServerSettings(BaseModel):
                                                   "streamed results, larger better compiler batching")
     react_pool_size: int = Field(2, ge=1, description="Node compiler workers per process")
     react_allow: list[str] = Field(default_factory=list, description="bare imports allowed besides react/react-dom")
+    sandbox_require: list[str] = Field(default_factory=list, description="isolation layers the compiler sandbox must "
+                                       "have or refuse to start, e.g. [no_network, fs_view] (see sandbox/README.md)")
     compile_timeout_s: float = Field(10.0, gt=0, description="wall-clock limit of one compile")
     model_path: Optional[str] = Field(None, description="local checkpoint of a token reward model; enables task 'model'")
     model_max_batch: int = Field(32, ge=1, description="completions per forward pass of the reward model")

@@ -146,3 +146,16 @@ def test_adversarial_inputs_answered_within_limit_and_pool_stays_healthy(scorer,
     assert scorer.healthy()
     [again] = scorer.score_batch([Rollout(COUNTER)], ReactOptions(level="build"))
     assert again.passed is True
+
+
+def test_server_setting_requires_sandbox_layers():
+    from reward_server.service import ScoringService
+    from reward_server.settings import ServerSettings
+    require_node_toolchain()
+    with pytest.raises(ValueError, match="teleport"):
+        ScoringService(ServerSettings(sandbox_require=["teleport"])).scorer("react").pool  # noqa: B018
+    service = ScoringService(ServerSettings(sandbox_require=["no_network", "clean_env"]))
+    try:
+        assert {"no_network", "clean_env"} <= set(service.scorer("react").pool.active_layers())
+    finally:
+        service.close()

@@ -37,14 +37,14 @@ class TrainConfig(BaseModel):
 
     # the update rule: a preset and any overrides of its fields
     method: str = Field("bot_grpo", description="preset: bot_grpo, grpo, dr_grpo, gspo, dapo, pure")
-    estimator: Optional[str] = None
-    estimator_options: Optional[dict[str, Any]] = None
-    policy_loss: Optional[str] = None
-    eps_low: Optional[float] = None
-    eps_high: Optional[float] = None
-    aggregation: Optional[str] = None
-    kl_estimator: Optional[str] = None
-    kl_coef: Optional[float] = None
+    estimator: Optional[str] = Field(None, description="override the preset's advantage estimator")
+    estimator_options: Optional[dict[str, Any]] = Field(None, description="override the estimator's options")
+    policy_loss: Optional[str] = Field(None, description="override the preset's policy loss")
+    eps_low: Optional[float] = Field(None, description="override the lower clip range")
+    eps_high: Optional[float] = Field(None, description="override the upper clip range")
+    aggregation: Optional[str] = Field(None, description="override the loss aggregation")
+    kl_estimator: Optional[str] = Field(None, description="override the KL estimator")
+    kl_coef: Optional[float] = Field(None, description="override the KL weight (> 0 loads a reference model)")
 
     # sampling and batch
     engine: Literal["hf", "vllm"] = Field("hf", description="rollout engine: transformers (any device) or vLLM (GPU, extra [vllm])")
@@ -60,23 +60,23 @@ class TrainConfig(BaseModel):
     # optimisation
     steps: int = Field(100, ge=1, description="training steps")
     max_seconds: Optional[float] = Field(None, gt=0, description="stop after this much wall time")
-    lr: float = Field(1e-5, gt=0)
-    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
-    warmup_steps: int = Field(0, ge=0)
-    weight_decay: float = Field(0.0, ge=0)
+    lr: float = Field(1e-5, gt=0, description="AdamW learning rate")
+    lr_schedule: Literal["constant", "linear", "cosine"] = Field("constant", description="after warmup")
+    warmup_steps: int = Field(0, ge=0, description="linear warmup steps")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
     micro_batch_size: int = Field(64, ge=1, description="rollouts per forward/backward (gradient accumulation)")
-    max_grad_norm: float = Field(1.0, gt=0)
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping by global norm")
     bf16: bool = Field(False, description="bfloat16 autocast (GPU)")
-    gradient_checkpointing: bool = False
-    seed: int = 0
+    gradient_checkpointing: bool = Field(False, description="trade compute for activation memory")
+    seed: int = Field(0, description="seeds prompt order, sampling and init")
     distributed: Literal["ddp", "fsdp", "none"] = Field("ddp", description="under torchrun")
 
     # bookkeeping
     save_every: int = Field(0, ge=0, description="steps between checkpoints (0: only at the end)")
     resume: bool = Field(False, description="continue from the latest checkpoint in output_dir")
-    tensorboard: bool = True
-    plot: bool = True
-    progress: bool = True
+    tensorboard: bool = Field(True, description="also log to TensorBoard when installed")
+    plot: bool = Field(True, description="write curves.png at the end")
+    progress: bool = Field(True, description="show a progress bar")
 
     def algorithm(self) -> AlgorithmSettings:
         """The preset with this config's overrides applied."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ def build_config(args: argparse.Namespace):
 
     values: dict[str, Any] = read_yaml(args.config) if args.config else {}
     values.update({k: getattr(args, k) for k in FLAGS if getattr(args, k) is not None})
+    if "reward_api_key" not in values and os.environ.get("BOTGRPO_REWARD_API_KEY"):  # keeps secrets off the command line
+        values["reward_api_key"] = os.environ["BOTGRPO_REWARD_API_KEY"]
     if args.resume:
         values["resume"] = True
     for pair in args.set:

@@ -26,7 +26,7 @@ from reward_server.react.extract import CodeBlock, extract_code
 from reward_server.react.schemes import FAIL, FAIL_BASE, PASS, SCHEMES, CompileOutcome
 from reward_server.react.spec import Spec, Violation, check_spec
 from reward_server.spans import char_scores, mix, result_from_chars
-from sandbox.node_pool import CompileResult, NodePool
+from sandbox.node_pool import CompileResult, IsolationConfig, NodePool
 
 from .base import Rollout, ScoreResult, SpanScore
 
@@ -56,9 +56,9 @@ class ReactScorer:
     Options: ClassVar[type[BaseModel]] = ReactOptions
 
     def __init__(self, pool: Optional[NodePool] = None, *, allow: Sequence[str] = (), pool_size: int = 2,
-                 timeout_s: float = 5.0) -> None:
+                 timeout_s: float = 5.0, isolation: Optional[IsolationConfig] = None) -> None:
         self._pool = pool
-        self._pool_args = dict(size=pool_size, timeout_s=timeout_s)
+        self._pool_args = dict(size=pool_size, timeout_s=timeout_s, isolation=isolation)
         self._allow = tuple(allow)
         self._lock = threading.Lock()
 
