@@ -125,3 +125,24 @@ def test_every_preset_trains(setup, server, tmp_path, method):
         trainer.close()
     assert record["step"] == 1 and record["reward_errors"] == 0
     assert all(isinstance(record[k], (int, float)) for k in ("loss", "grad_norm", "entropy"))
+
+
+def test_no_update_when_every_group_is_filtered_out(setup):
+    """Dynamic sampling can drop every group; Adam must then not move the weights on momentum."""
+    from botgrpo.settings import AlgorithmSettings
+    from trainer.distributed import Dist
+    from trainer.policy import pack
+    from trainer.update import UpdateBatch, policy_update
+    engine = engine_for(setup)
+    batch = engine.generate(["Compute 1 + 2.\n"], 2, SamplingParams(max_new_tokens=8), seeds=[0])
+    inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 2, engine.pad_id)
+    model = engine.model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    kwargs = dict(temperature=1.0, micro_batch_size=8, num_iterations=1, max_grad_norm=1.0, norm_len=8, d=Dist())
+    adv = torch.randn(batch.completion_mask.shape)
+    policy_update(model, optimizer, UpdateBatch(*inputs, batch.completion_mask, adv), AlgorithmSettings(), **kwargs)
+    before = [p.detach().clone() for p in model.parameters()]
+    none = torch.zeros_like(batch.completion_mask)
+    stats = policy_update(model, optimizer, UpdateBatch(*inputs, none, adv), AlgorithmSettings(), **kwargs)
+    assert stats["skipped"] == 1.0
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))

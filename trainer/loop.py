@@ -153,7 +153,7 @@ class Trainer:
                 "kl": stats["kl"], "entropy": stats["entropy"], "clip_frac": stats["clip_frac"],
                 "loss": stats["loss"], "grad_norm": stats["grad_norm"], "lr": self.scheduler.get_last_lr()[0],
                 "completion_len_mean": float(batch.lengths.float().mean()), "tokens_per_s": tokens / elapsed,
-                "kept_rollouts": int(mask.any(1).sum()), "reward_errors": scored.errors,
+                "kept_rollouts": int(mask.any(1).sum()), "update_skipped": stats["skipped"], "reward_errors": scored.errors,
                 "time_generate": batch.timings["generate"], "time_score": scored.seconds,
                 "time_score_wait": score_wait, "time_overlapped": overlapped,
                 "time_train": time.perf_counter() - update_started, "time_step": elapsed}

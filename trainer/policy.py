@@ -40,10 +40,12 @@ def completion_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor,
                    position_ids=positions.to(device)).logits
     logits = logits[:, prompt_width - 1:-1].float() / temperature
     targets = input_ids[:, prompt_width:].to(device)
-    logprobs_all = torch.log_softmax(logits, dim=-1)
-    logprobs = logprobs_all.gather(-1, targets[..., None]).squeeze(-1)
+    # log p(y) = logit_y - logsumexp(logits): no (B, T, V) log-softmax tensor is kept for backward
+    normaliser = torch.logsumexp(logits, dim=-1)
+    logprobs = logits.gather(-1, targets[..., None]).squeeze(-1) - normaliser
     if not with_entropy:
         return logprobs
-    with torch.no_grad():
-        entropy = -(logprobs_all.exp() * logprobs_all).sum(-1)
+    with torch.no_grad():  # H = logsumexp - E_p[logit], a row at a time to bound the extra memory
+        entropy = torch.stack([normaliser[i] - (logits[i].softmax(-1) * logits[i]).sum(-1)
+                               for i in range(logits.shape[0])])
     return logprobs, entropy

@@ -50,7 +50,10 @@ def policy_update(model, optimizer, batch: UpdateBatch, algo: AlgorithmSettings,
     totals = {"num_tokens": global_sum(batch.mask.sum().item(), d),
               "num_seqs": global_sum(batch.mask.shape[0], d), "norm_len": norm_len}
     B = batch.mask.shape[0]
-    sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "entropy": 0.0, "grad_norm": 0.0}
+    sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "entropy": 0.0, "grad_norm": 0.0, "skipped": 0.0}
+    if totals["num_tokens"] == 0:  # every group filtered out (e.g. dynamic sampling): Adam would still
+        sums["skipped"] = 1.0      # move the weights on its momentum, so no step at all, on any rank
+        return sums
     tokens = max(float(batch.mask.sum()), 1.0)
     for _ in range(num_iterations):
         optimizer.zero_grad(set_to_none=True)
