@@ -15,6 +15,7 @@ so the benchmark stays short.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -95,7 +96,10 @@ def main(argv=None) -> dict[str, float]:
     p.add_argument("--naive-groups", type=int, default=16, help="groups the naive loops are timed on")
     p.add_argument("--ragged", action="store_true", help="random lengths in [T/4, T] instead of all T")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     full = make_batch(args.rollouts, args.tokens, args.group, args.device, args.ragged)
     part_rows = min(args.rollouts, args.naive_groups * args.group)
@@ -117,7 +121,8 @@ def main(argv=None) -> dict[str, float]:
 
     tokens = int(full[1].sum())
     print(f"bot_grpo on {args.rollouts} rollouts x {args.tokens} tokens (groups of {args.group}), "
-          f"{tokens:,} completion tokens, device={args.device}, torch threads={torch.get_num_threads()}")
+          f"{tokens:,} completion tokens, device={args.device}, torch threads={torch.get_num_threads()}, "
+          f"load average {os.getloadavg()[0]:.1f}")
     for name, seconds in med.items():
         print(f"  {name:13s} {seconds * 1e3:10.2f} ms   {tokens / seconds / 1e6:9.2f} M tokens/s")
     print(f"  bot_grpo / floor        = {med['bot_grpo'] / med['floor']:6.2f}x  (target: <= 4x)")
