@@ -80,14 +80,22 @@ def _bwrap_args(layers: frozenset[str], config: iso.IsolationConfig, node: str) 
         args.append("--unshare-net")
     if iso.DROP_PRIVILEGES in layers:
         args += ["--unshare-user", "--uid", NOBODY, "--gid", NOBODY, "--cap-drop", "ALL"]
+    # bwrap mounts in argument order and a later mount hides what lies beneath it: the private
+    # /tmp goes first, so a checkout (or node) that lives under /tmp is bound on top of it.
+    tmpfs = ["--size", str(config.tmpfs_mb * 1024 * 1024), "--tmpfs", SANDBOX_TMP]
     if iso.FS_VIEW in layers:
-        args += _system_binds(node)
-        args += ["--ro-bind", str(NODE_DIR), str(NODE_DIR)]
+        args += tmpfs + _system_binds(node)
     else:
-        args += ["--bind", "/", "/"]
-    args += ["--size", str(config.tmpfs_mb * 1024 * 1024), "--tmpfs", SANDBOX_TMP]
+        args += ["--bind", "/", "/"] + tmpfs + _under_tmp_binds(node)
+    args += ["--ro-bind", str(NODE_DIR), str(NODE_DIR)]
     args += ["--proc", "/proc", "--dev", "/dev", "--chdir", str(NODE_DIR), "--"]
     return args
+
+
+def _under_tmp_binds(node: str) -> list[str]:
+    """Node's prefix again when it lives under /tmp, which the private tmpfs would hide."""
+    prefix = str(Path(node).parent.parent)
+    return ["--ro-bind", prefix, prefix] if prefix.startswith(SANDBOX_TMP + "/") else []
 
 
 def _uses_bwrap(layers: frozenset[str]) -> bool:

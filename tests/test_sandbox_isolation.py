@@ -151,3 +151,13 @@ def test_pool_works_with_only_unshare_and_rlimits():
     with NodePool(size=1, isolation=iso.IsolationConfig(disable=disable)) as pool:
         assert not disable & pool.active_layers()
         assert pool.compile("export const A = () => <b>{x}</b>;", level="typecheck").ok is False
+
+
+def test_private_tmp_is_mounted_before_the_binds_it_would_hide():
+    """A checkout under /tmp (as CI may use) must stay visible inside bwrap's private /tmp."""
+    from sandbox.launcher import NODE_DIR, _bwrap_args, node_binary
+    for layers in ({iso.FS_VIEW}, set()):
+        args = _bwrap_args(frozenset(layers), iso.IsolationConfig(), node_binary())
+        tmpfs = args.index("--tmpfs")
+        node_bind = max(i for i, a in enumerate(args) if a == str(NODE_DIR) and args[i - 1] == "--ro-bind")
+        assert tmpfs < node_bind - 1
