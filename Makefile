@@ -8,7 +8,10 @@ TORCH_SPEC  ?= torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test install bench clean
+BENCH_VENV ?= .venv-bench
+TRL_SPEC    ?= trl==1.16.0
+
+.PHONY: demo test test-trl install bench bench-env clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,5 +35,18 @@ test: install
 bench: install
 	$(BIN)/botgrpo bench advantages
 
+# TRL lives in its own virtualenv: it is a comparison target and an integration, not a dependency.
+$(BENCH_VENV)/.installed: pyproject.toml Makefile sandbox/node/node_modules/.installed
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(BENCH_VENV)/bin/python -m pip install -q -e '.[dev,trl]' "$(TRL_SPEC)"
+	touch $@
+
+bench-env: $(BENCH_VENV)/.installed
+
+# The TRL integration's tests, required to run (they fail rather than skip without TRL).
+test-trl: bench-env
+	BOTGRPO_REQUIRE_TRL=1 $(BENCH_VENV)/bin/python -m pytest tests/test_integration_trl.py $(PYTEST_ARGS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis

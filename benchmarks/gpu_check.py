@@ -67,8 +67,7 @@ def main(argv=None) -> None:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
-        generators = [torch.Generator().manual_seed(step * 1000 + j) for j in range(args.prompts)]
-        ids, _, lengths = engine._decode(prompts, args.group, sampling, generators)
+        ids, _, lengths = engine.sample_ids(prompts, args.group, sampling, seeds=[step * 1000 + j for j in range(args.prompts)])
         torch.cuda.synchronize()
         t1 = time.perf_counter()
         mask = torch.arange(ids.shape[1])[None, :] < lengths[:, None]

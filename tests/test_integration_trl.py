@@ -94,3 +94,33 @@ def test_token_rewards_of_the_wrong_length_are_rejected(tiny_model, tmp_path):
     trainer.reward_funcs = [lambda completion_ids, **kw: [[0.0] for _ in completion_ids]]
     with pytest.raises(ValueError, match="must score every token"):
         trainer.train()
+
+
+def test_reward_server_source_sends_token_spans_and_returns_token_scores(tiny_model):
+    import json
+
+    import httpx
+
+    from services.client import RewardClient
+    from trainer.integrations.trl import RewardServerTokens
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    sent = []
+
+    def server(request):
+        body = json.loads(request.content)
+        sent.append(body)
+        lines = [json.dumps({"id": r["id"], "score": 0.0, "token_scores": [float(s) for s, _ in r["token_offsets"]]})
+                 for r in body["rollouts"]]
+        return httpx.Response(200, text="\n".join(lines) + "\n")
+
+    source = RewardServerTokens("http://reward.test", "math", options={"level": 1}, tokenizer=tokenizer)
+    source.client = RewardClient("http://reward.test", transport=httpx.MockTransport(server))
+    ids = [tokenizer("12 + 3 = 15")["input_ids"], tokenizer("no")["input_ids"]]
+    scores = source(prompts=["p", "p"], completions=["", ""], completion_ids=ids, reference=[{"answer": "15"}] * 2)
+    body = sent[0]
+    assert body["task"] == "math" and body["options"] == {"level": 1}
+    assert [r["completion"] for r in body["rollouts"]] == ["12 + 3 = 15", "no"]
+    assert body["rollouts"][0]["reference"] == {"answer": "15"}
+    assert [len(s) for s in scores] == [len(i) for i in ids]  # one score per token, from the spans' starts
+    assert scores[0][0] == 0.0 and scores[0] == sorted(scores[0])

@@ -146,3 +146,17 @@ def test_no_update_when_every_group_is_filtered_out(setup):
     stats = policy_update(model, optimizer, UpdateBatch(*inputs, none, adv), AlgorithmSettings(), **kwargs)
     assert stats["skipped"] == 1.0
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_inverse_cdf_sampling_draws_the_right_distribution():
+    from trainer.rollout.hf import _sample
+    probs = torch.tensor([0.5, 0.0, 0.3, 0.2])
+    logits = probs.clamp_min(1e-30).log().expand(200_000, 4)
+    u = torch.rand(200_000, generator=torch.Generator().manual_seed(0))
+    tokens, logprobs = _sample(logits, SamplingParams(), u)
+    freq = torch.bincount(tokens, minlength=4).float() / len(tokens)
+    assert torch.allclose(freq, probs, atol=0.005) and freq[1] == 0
+    assert torch.allclose(logprobs, probs.log()[tokens], atol=1e-5)
+    top, _ = _sample(logits, SamplingParams(top_p=0.6), u)  # nucleus {0, 2}: renormalised 5/8, 3/8
+    assert set(top.tolist()) == {0, 2}
+    assert abs((top == 0).float().mean().item() - 0.625) < 0.005

@@ -52,7 +52,9 @@ def _masked_mean(values: torch.Tensor) -> Optional[float]:
 
 
 class Trainer:
-    def __init__(self, cfg: TrainConfig, *, dist: Optional[Dist] = None):
+    def __init__(self, cfg: TrainConfig, *, dist: Optional[Dist] = None, reward_source=None):
+        """``reward_source``: anything with :class:`RewardSource`'s ``submit``/``close`` (an
+        in-process scorer, say) instead of the reward server at ``cfg.reward_url``."""
         self.cfg, self.d = cfg, dist or init_from_env()
         self.algo = cfg.algorithm()
         self.out = Path(cfg.output_dir)
@@ -79,8 +81,10 @@ class Trainer:
         self.order = PromptOrder(len(self.examples), cfg.seed)
         self.step, self.evals = 0, []
         self._stack = ExitStack()
-        url = cfg.reward_url or self._stack.enter_context(EmbeddedServer(warm_scorers=True)).url
-        self.rewards = RewardSource(url, cfg.task, cfg.task_options, cfg.reward_api_key)
+        if reward_source is None:
+            url = cfg.reward_url or self._stack.enter_context(EmbeddedServer(warm_scorers=True)).url
+            reward_source = RewardSource(url, cfg.task, cfg.task_options, cfg.reward_api_key)
+        self.rewards = reward_source
         if cfg.resume:
             self._resume()
         elif self.d.main:  # a new run in an old directory starts new records

@@ -7,8 +7,9 @@ one global RNG, so a rollout depends on which other prompts share its batch. Her
 * one prefill over left-padded prompts, then one single-token forward per step on a KV cache;
 * rows that emit eos leave the batch (their cache rows are dropped), so a step costs what the
   *unfinished* rollouts cost;
-* each prompt's G rollouts draw from a generator seeded by that prompt's seed, so the same
-  prompt and weights give the same rollouts on any rank and in any batch;
+* each prompt's G rollouts draw their uniforms from a generator seeded by that prompt's seed,
+  so the same prompt and weights give the same rollouts on any rank and in any batch, and a
+  step samples every row in one batched inverse-CDF lookup;
 * under FSDP, ranks that finish early keep stepping with a dummy forward until all have
   finished, because every sharded forward is a collective.
 """
@@ -25,9 +26,9 @@ from .alignment import token_spans
 from .base import RolloutBatch, SamplingParams
 
 
-def _sample(logits: torch.Tensor, sampling: SamplingParams, groups: torch.Tensor,
-            generators: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Next tokens and their log-probs under the temperature-scaled distribution.
+def _sample(logits: torch.Tensor, sampling: SamplingParams, uniforms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Next tokens (inverse-CDF draws with the given uniforms, one per row) and their log-probs
+    under the temperature-scaled distribution.
 
     Top-p restricts what can be drawn; the log-prob reported is that of the full
     temperature-scaled softmax, which is what the trainer recomputes.
@@ -38,10 +39,9 @@ def _sample(logits: torch.Tensor, sampling: SamplingParams, groups: torch.Tensor
         sorted_p, order = probs.sort(dim=-1, descending=True)
         outside = sorted_p.cumsum(-1) - sorted_p > sampling.top_p
         probs = probs.scatter(-1, order, sorted_p.masked_fill(outside, 0.0))
-    tokens = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
-    for g in groups.unique().tolist():
-        rows = (groups == g).nonzero().squeeze(1)
-        tokens[rows] = torch.multinomial(probs[rows], 1, generator=generators[g]).squeeze(1)
+    cdf = probs.cumsum(-1)
+    targets = (uniforms.to(cdf.device) * cdf[:, -1])[:, None]
+    tokens = torch.searchsorted(cdf, targets, right=True).squeeze(1).clamp_max(cdf.shape[-1] - 1)
     return tokens, logprobs.gather(1, tokens[:, None]).squeeze(1)
 
 
@@ -72,22 +72,31 @@ class HFEngine:
     def encode_prompts(self, prompts: Sequence[str]) -> list[list[int]]:
         return [self.tokenizer(p)["input_ids"] for p in prompts]
 
-    @torch.no_grad()
     def generate(self, prompts: Sequence[str], group_size: int, sampling: SamplingParams,
                  seeds: Optional[Sequence[int]] = None) -> RolloutBatch:
         started = time.perf_counter()
         prompt_ids = self.encode_prompts(prompts)
-        seeds = list(seeds) if seeds is not None else [self.seed + i for i in range(len(prompts))]
-        generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            ids, logprobs, lengths = self._decode(prompt_ids, group_size, sampling, generators)
-        finally:
-            self.model.train(was_training)
+        ids, logprobs, lengths = self.sample_ids(prompt_ids, group_size, sampling, seeds)
         batch = self._package(prompt_ids, ids, logprobs, lengths, group_size)
         batch.timings["generate"] = time.perf_counter() - started
         return batch
+
+    @torch.no_grad()
+    def sample_ids(self, prompt_ids: list[list[int]], group_size: int, sampling: SamplingParams,
+                   seeds: Optional[Sequence[int]] = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(ids, logprobs, lengths)`` for token-id prompts: ``(B, max_new_tokens)`` tokens and
+        log-probs, ``(B,)`` lengths, rows grouped by prompt."""
+        seeds = list(seeds) if seeds is not None else [self.seed + i for i in range(len(prompt_ids))]
+        # every random number a prompt's group will use, drawn up front from that prompt's seed:
+        # one uniform per row and step, so a step samples all rows in one inverse-CDF lookup
+        uniforms = torch.cat([torch.rand(group_size, sampling.max_new_tokens,
+                                         generator=torch.Generator().manual_seed(int(s))) for s in seeds])
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            return self._decode(prompt_ids, group_size, sampling, uniforms)
+        finally:
+            self.model.train(was_training)
 
     def _prefill_inputs(self, rows: list[list[int]], device) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(p) for p in rows)
@@ -98,14 +107,13 @@ class HFEngine:
             attention[i, width - len(p):] = 1
         return input_ids.to(device), attention.to(device)
 
-    def _decode(self, prompt_ids, group_size, sampling, generators):
+    def _decode(self, prompt_ids, group_size, sampling, uniforms):
         """``(ids, logprobs, lengths)``: ``(B, max_new_tokens)`` tokens and log-probs, ``(B,)`` lengths."""
         device = next(self.model.parameters()).device
         B, max_new = len(prompt_ids) * group_size, sampling.max_new_tokens
         input_ids, attention = self._prefill_inputs([p for p in prompt_ids for _ in range(group_size)], device)
         positions = (attention.cumsum(1) - 1).clamp_min(0)
         alive = torch.arange(B, device=device)       # original row index of each row still decoding
-        groups = alive // group_size
         out_ids = torch.full((B, max_new), self.pad_id, dtype=torch.long)
         out_lp = torch.zeros((B, max_new))
         lengths = torch.full((B,), max_new, dtype=torch.long)
@@ -115,7 +123,7 @@ class HFEngine:
         finished = False
         for t in range(max_new - 1):
             if not finished:
-                tokens, done = self._record(t, logits, sampling, groups, generators, alive, out_ids, out_lp, lengths)
+                tokens, done = self._record(t, logits, sampling, uniforms, alive, out_ids, out_lp, lengths)
                 finished = bool(done.all())
             if self.everyone_finished(finished):
                 return out_ids, out_lp, lengths
@@ -125,20 +133,20 @@ class HFEngine:
             if bool(done.any()):  # finished rows leave the batch, cache rows included
                 keep = (~done).nonzero().squeeze(1)
                 cache.batch_select_indices(keep)
-                alive, groups, tokens = alive[keep], groups[keep], tokens[keep]
+                alive, tokens = alive[keep], tokens[keep]
                 attention, next_pos = attention[keep], next_pos[keep]
             attention = torch.cat([attention, attention.new_ones((attention.shape[0], 1))], dim=1)
             out = self._forward(input_ids=tokens[:, None], attention_mask=attention, position_ids=next_pos[:, None],
                                 cache=cache)
             cache, logits, next_pos = _cache_of(out), out.logits[:, -1], next_pos + 1
         if not finished:
-            self._record(max_new - 1, logits, sampling, groups, generators, alive, out_ids, out_lp, lengths)
+            self._record(max_new - 1, logits, sampling, uniforms, alive, out_ids, out_lp, lengths)
         return out_ids, out_lp, lengths
 
-    def _record(self, t, logits, sampling, groups, generators, alive, out_ids, out_lp, lengths):
+    def _record(self, t, logits, sampling, uniforms, alive, out_ids, out_lp, lengths):
         """Sample step ``t`` for the live rows and write it into the outputs; ``(tokens, done)``."""
-        tokens, logprobs = _sample(logits, sampling, groups, generators)
         rows = alive.cpu()
+        tokens, logprobs = _sample(logits, sampling, uniforms[rows, t])
         out_ids[rows, t], out_lp[rows, t] = tokens.cpu(), logprobs.cpu()
         done = tokens == self.eos_id
         lengths[rows[done.cpu()]] = t + 1
