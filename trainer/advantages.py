@@ -167,7 +167,7 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     lengths = maskf.sum(dim=1).double()
     has_tokens = lengths > 0
     s1 = x.sum(dim=1).double()
-    s2 = torch.linalg.vecdot(x, x).double()
+    s2 = torch.linalg.vector_norm(x, dim=1).double().square()  # no (B, T) temporary, unlike x * x
     inv_len = _safe_div(torch.ones_like(lengths), lengths)
     mean_shift = s1 * inv_len                                         # m_i - c_i
     within = (s2 * inv_len - mean_shift * mean_shift).clamp_min(0.0)  # v_i
