@@ -1,7 +1,7 @@
 """Convergence of BoT-GRPO against GRPO, GSPO, DAPO and PURE, from one warm start, same budget.
 
     python -m benchmarks.convergence --quick            # < 10 min on 2 cores: 1 seed, short runs
-    python -m benchmarks.convergence --out docs/results # full: 3 seeds, longer runs (hours on 2 cores)
+    python -m benchmarks.convergence --out docs/results # full: 3 seeds, 40 steps (about an hour on 2 cores)
 
 Tasks: (a) React ``build`` with the spec check in the reward, (b) synthetic multi-step
 arithmetic scored by the math verifier (step checks + final answer). Every method starts from
@@ -39,8 +39,8 @@ class Budget:
     threshold: float
 
 
-QUICK = Budget(seeds=1, steps=12, eval_every=6, eval_prompts=32, threshold=0.8)
-FULL = Budget(seeds=3, steps=60, eval_every=10, eval_prompts=64, threshold=0.8)
+QUICK = Budget(seeds=1, steps=16, eval_every=8, eval_prompts=32, threshold=0.8)
+FULL = Budget(seeds=3, steps=40, eval_every=10, eval_prompts=64, threshold=0.8)
 
 
 def arith_setup(root: Path, seed: int = 0) -> dict[str, str]:
