@@ -13,9 +13,15 @@ TRL_SPEC    ?= trl==1.16.0
 
 .PHONY: demo test test-trl install bench bench-env clean
 
+# Runtime (what the demo needs) and the test tools (schemathesis, schema validators) separately,
+# so `make demo` on a fresh clone does not wait for the test-only downloads.
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
@@ -29,7 +35,7 @@ install: $(VENV)/.installed sandbox/node/node_modules/.installed
 demo: install
 	$(BIN)/botgrpo demo
 
-test: install
+test: install $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
