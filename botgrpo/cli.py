@@ -53,8 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from botgrpo.settings import SettingsError
+
     args = build_parser().parse_args(argv)
-    return COMMANDS[args.command].run(args)
+    try:
+        return COMMANDS[args.command].run(args)
+    except SettingsError as exc:  # bad configuration: a message, not a traceback
+        print(f"botgrpo {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -66,6 +66,18 @@ def describe(cfg) -> str:
             f"overlong_buffer={cfg.overlong_zone()}")
 
 
+def check_paths(cfg) -> None:
+    """Name a missing model or dataset before anything heavy loads."""
+    from botgrpo.settings import SettingsError
+
+    if not (Path(cfg.model) / "config.json").exists():
+        raise SettingsError(f"model {cfg.model!r} is not a local Hugging Face model directory (no config.json)")
+    for field in ("dataset", "eval_dataset"):
+        path = getattr(cfg, field)
+        if path is not None and not Path(path).exists():
+            raise SettingsError(f"{field} {path!r} does not exist")
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -73,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from trainer.progress import progress_callback
 
     cfg = build_config(args)
+    check_paths(cfg)
     trainer = Trainer(cfg)
     console = Console()
     if trainer.d.main:
