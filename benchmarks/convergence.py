@@ -143,6 +143,7 @@ def main(argv=None) -> None:
     p.add_argument("--no-ablation", action="store_true")
     args = p.parse_args(argv)
     budget = QUICK if args.quick else FULL
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     args.out.mkdir(parents=True, exist_ok=True)
     setups = {}
     if "react" in args.tasks:
@@ -162,7 +163,6 @@ def main(argv=None) -> None:
         runs.append(train_one(setups[task][0], run_dir, task, method, seed, budget, options))
         print(f"    final pass {runs[-1]['final_pass_rate']:.3f}  spec {runs[-1]['final_spec_rate']}  "
               f"{runs[-1]['seconds']:.0f} s", flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     command = "python -m benchmarks.convergence" + (" --quick" if args.quick else "") + f" --out {args.out}"
     md = table(runs, budget)
     (args.out / "results.json").write_text(json.dumps({"budget": budget.__dict__, "commit": commit, "command": command,
