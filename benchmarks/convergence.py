@@ -43,19 +43,23 @@ QUICK = Budget(seeds=1, steps=16, eval_every=8, eval_prompts=32, threshold=0.8)
 FULL = Budget(seeds=3, steps=40, eval_every=10, eval_prompts=64, threshold=0.8)
 
 
+EASY_ARITH = {"max_operand": 9, "max_operations": 2, "operators": ("+", "-")}
+
+
 def arith_setup(root: Path, seed: int = 0) -> dict[str, str]:
-    """Arithmetic prompts and a tiny policy warm-started on worked solutions (half with a wrong step)."""
+    """Arithmetic prompts (two steps of single-digit addition and subtraction) and a tiny policy
+    warm-started on worked solutions, half of them with a wrong step or answer."""
     from trainer.sft import build_tiny_policy, sft
 
     warm = root / "arith-warm"
     paths = {"model": str(warm / "model"), "dataset": str(root / "arith-train.jsonl"),
              "eval_dataset": str(root / "arith-eval.jsonl")}
-    write_jsonl(paths["dataset"], arith.make_prompts(2000, seed + 1))
-    write_jsonl(paths["eval_dataset"], arith.make_prompts(128, seed + 2))
+    write_jsonl(paths["dataset"], arith.make_prompts(2000, seed + 1, **EASY_ARITH))
+    write_jsonl(paths["eval_dataset"], arith.make_prompts(128, seed + 2, **EASY_ARITH))
     if not (warm / "done.json").exists():
-        pairs = arith.make_sft_corpus(3000, seed, broken_share=0.5)
+        pairs = arith.make_sft_corpus(6000, seed, broken_share=0.5, **EASY_ARITH)
         build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=seed, vocab_size=600)
-        metrics = sft(warm / "model", pairs, max_steps=400, max_seconds=240, seed=seed)
+        metrics = sft(warm / "model", pairs, max_steps=1200, max_seconds=300, seed=seed)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths
 

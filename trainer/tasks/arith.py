@@ -73,26 +73,32 @@ def _apply(value: int, op: str, operand: int) -> int:
     return value + operand if op == "+" else value - operand if op == "-" else value * operand
 
 
-def make_example(rng: random.Random) -> ArithExample:
-    """One to three operations on small integers, drawn from ``rng``."""
-    first = value = rng.randint(1, 20)
+def make_example(rng: random.Random, max_operand: int = 20, max_operations: int = 3,
+                 operators: tuple[str, ...] = OPERATORS) -> ArithExample:
+    """One to ``max_operations`` operations on integers up to ``max_operand``, drawn from ``rng``.
+
+    A tiny policy learns single-digit addition and subtraction in a short warm start but not
+    multiplication of two-digit numbers; the convergence study uses the easy setting.
+    """
+    first = value = rng.randint(1, max_operand)
     operations = []
-    for _ in range(rng.randint(1, 3)):
-        op = rng.choice(OPERATORS if value > 0 else ("+", "*"))  # never below zero
-        operand = rng.randint(2, 9) if op == "*" else rng.randint(1, value) if op == "-" else rng.randint(1, 20)
+    for _ in range(rng.randint(1, max_operations)):
+        allowed = tuple(op for op in operators if op != "-" or value > 0)  # never below zero
+        op = rng.choice(allowed)
+        operand = rng.randint(2, 9) if op == "*" else rng.randint(1, value) if op == "-" else rng.randint(1, max_operand)
         operations.append((op, operand))
         value = _apply(value, op, operand)
     return ArithExample(first, tuple(operations))
 
 
-def make_examples(n: int, seed: int) -> list[ArithExample]:
+def make_examples(n: int, seed: int, **difficulty) -> list[ArithExample]:
     rng = random.Random(seed)
-    return [make_example(rng) for _ in range(n)]
+    return [make_example(rng, **difficulty) for _ in range(n)]
 
 
-def make_prompts(n: int, seed: int) -> list[Task]:
-    """``n`` tasks, deterministic in ``seed``."""
-    return [example.task for example in make_examples(n, seed)]
+def make_prompts(n: int, seed: int, **difficulty) -> list[Task]:
+    """``n`` tasks, deterministic in ``seed``; ``difficulty``: :func:`make_example`'s options."""
+    return [example.task for example in make_examples(n, seed, **difficulty)]
 
 
 def corrupt(kind: str, example: ArithExample, rng: random.Random) -> str:
@@ -108,12 +114,12 @@ def corrupt(kind: str, example: ArithExample, rng: random.Random) -> str:
 CORRUPTIONS = ("wrong_step", "wrong_answer")
 
 
-def make_sft_corpus(n: int, seed: int, broken_share: float = 0.5) -> list[tuple[str, str]]:
+def make_sft_corpus(n: int, seed: int, broken_share: float = 0.5, **difficulty) -> list[tuple[str, str]]:
     """``n`` (prompt, completion) pairs; a ``broken_share`` of them are wrong (see the module)."""
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):
-        example = make_example(rng)
+        example = make_example(rng, **difficulty)
         broken = rng.random() < broken_share
         completion = corrupt(rng.choice(CORRUPTIONS), example, rng) if broken else example.completion()
         pairs.append((example.task.prompt, completion))
