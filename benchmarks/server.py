@@ -101,11 +101,14 @@ def main(argv=None) -> None:
     shares = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        def measure(mode: str, url: str) -> None:
+            for c in args.clients:
+                rows[(mode, c)] = asyncio.run(bench_http(url, c, args.requests, args.rollouts))
+            shares[mode] = asyncio.run(first_result_share(url))
+
         server = Server(tmp, env={"BOTGRPO_REACT_POOL_SIZE": "2"})
         try:
-            for c in args.clients:
-                rows[("embedded", c)] = asyncio.run(bench_http(server.url, c, args.requests, args.rollouts))
-            shares["embedded"] = asyncio.run(first_result_share(server.url))
+            measure("embedded", server.url)
         finally:
             server.stop()
         redis = Redis(tmp / "redis")
@@ -113,9 +116,7 @@ def main(argv=None) -> None:
         workers = [botgrpo(["worker", "--consumer", f"w{i}"], env, tmp / f"worker{i}.log") for i in range(2)]
         server = Server(tmp, env=env)
         try:
-            for c in args.clients:
-                rows[("redis+2 workers", c)] = asyncio.run(bench_http(server.url, c, args.requests, args.rollouts))
-            shares["redis+2 workers"] = asyncio.run(first_result_share(server.url))
+            measure("redis+2 workers", server.url)
         finally:
             server.stop()
             for w in workers:
