@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,9 @@ def test_two_ranks_match_one_process(env, mode):
     tmp, setup, server = env
     single = run(tmp, setup, server, f"single-{mode}", 1, "none")[0]
     rank0, rank1 = run(tmp, setup, server, f"two-{mode}", 2, mode)
-    moved = 0.0
     for name, p in single.items():
         assert torch.equal(rank0[name], rank1[name]), f"{name} differs across ranks"
         assert torch.allclose(rank0[name], p, atol=2e-5, rtol=1e-4), f"{name}: 2 ranks != 1 process"
-    initial = torch.load(tmp / f"single-{mode}" / "rank0.pt")  # sanity: training changed the weights
-    assert initial.keys() == single.keys()
+    from transformers import AutoModelForCausalLM
+    initial = dict(AutoModelForCausalLM.from_pretrained(setup["model"]).named_parameters())
+    assert any(not torch.equal(initial[name].detach(), p) for name, p in single.items())  # training moved them

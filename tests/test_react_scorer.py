@@ -1,7 +1,6 @@
 """The react scorer on a labelled corpus, the spec check, and adversarial inputs (real Node)."""
 import time
 
-import numpy as np
 import pytest
 
 from reward_server.react.extract import extract_code

@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar, Literal, Optional, Sequence
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from reward_server.react.extract import CodeBlock, extract_code
