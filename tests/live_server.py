@@ -3,10 +3,7 @@ from __future__ import annotations
 
 from botgrpo.processes import Process, Server, botgrpo
 
-
-class LiveServer(Server):
-    def __init__(self, tmp_path, env=None, timeout_s: float = 90.0):
-        super().__init__(tmp_path, env, timeout_s)
+LiveServer = Server  # ``LiveServer(tmp_path, env=...)``: botgrpo serve on a free port, once /readyz answers
 
 
 def worker(args: list[str], env: dict[str, str], log_path) -> Process:
