@@ -15,9 +15,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from reward_server.scorers import SCORERS, create_scorer, scorer_class
-from reward_server.scorers.base import Rollout
+from reward_server.composition import clip_outcome, compose
+from reward_server.scorers.base import Rollout, ScoreResult
 from reward_server.settings import ServerSettings
-from reward_server.spans import char_scores, check_offsets, default_split, token_scores
+from reward_server.spans import check_offsets, default_split
 from services.queue import WorkItem
 from services.schemas import RewardRequest
 
@@ -143,22 +144,27 @@ class ScoringService:
         rollouts = [item.payload["rollout"] for item in items]
         verdicts = scorer.score_batch([Rollout(r["completion"], r.get("prompt"), r.get("reference")) for r in rollouts],
                                       options)
-        return [self._wire(item.index, r, v) for item, r, v in zip(items, rollouts, verdicts)]
+        return [self._wire(item.index, r, v, options.local_weight) for item, r, v in zip(items, rollouts, verdicts)]
 
-    def _wire(self, index: int, rollout: dict[str, Any], verdict) -> dict[str, Any]:
-        low, high = self.settings.bounds
+    def _wire(self, index: int, rollout: dict[str, Any], verdict: ScoreResult, local_weight: float) -> dict[str, Any]:
+        """The wire result: the outcome as ``score``, the composed token rewards as ``token_scores``."""
+        if verdict.error is not None:
+            result = error_result(rollout, index, verdict.error, self.settings.bounds)
+            return {**result, "details": verdict.details}
         completion = rollout["completion"]
         offsets = rollout.get("token_offsets")
         offsets = [tuple(span) for span in offsets] if offsets is not None else default_split(completion)
-        scores = token_scores(char_scores(verdict, len(completion)), offsets, (low, high))
-        score = float(min(max(verdict.score, low), high)) if verdict.score == verdict.score else low
-        return {"id": rollout["id"], "group": rollout.get("group"), "index": index, "score": score,
-                "passed": verdict.passed, "token_offsets": [list(s) for s in offsets], "token_scores": scores,
-                "details": verdict.details}
+        scores = compose(verdict, len(completion), offsets, local_weight, self.settings.bounds)
+        return {"id": rollout["id"], "group": rollout.get("group"), "index": index,
+                "score": clip_outcome(verdict.score, self.settings.bounds), "passed": verdict.passed,
+                "token_offsets": [list(s) for s in offsets], "token_scores": scores, "details": verdict.details}
 
 
 def error_result(rollout: dict[str, Any], index: int, error: str, bounds: tuple[float, float]) -> dict[str, Any]:
-    """The result of a rollout that could not be scored: the lower bound on every token."""
+    """The result of a rollout that could not be scored (a scorer that cannot judge it, a
+    timeout, a dead letter). ``error`` says why; such a result belongs in no loss (the
+    trainer and the TRL integration drop it and count it). Its scores are the lower bound
+    only so that a consumer that ignores ``error`` never gains from a scorer's failure."""
     completion = rollout.get("completion", "")
     offsets = rollout.get("token_offsets")
     offsets = [list(s) for s in offsets] if offsets is not None else [list(s) for s in default_split(completion)]

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from reward_server.composition import compose
 from reward_server.math.equivalence import warm_up
 from reward_server.scorers.base import Rollout, ScoreResult
 from reward_server.scorers.math import MathOptions, MathScorer
+from reward_server.spans import default_split
 from sandbox.process_pool import ProcessPool
 
 CORPUS = [json.loads(line) for line in (Path(__file__).parent / "data" / "math_corpus.jsonl").open()]
@@ -51,14 +53,14 @@ def rollout(completion: str, answer: str | None = "17") -> Rollout:
     return Rollout(completion, reference=None if answer is None else {"answer": answer})
 
 
-def score_at(result: ScoreResult, start: int, end: int) -> float:
-    """The score the contract assigns to ``[start, end)``: the lowest covering span, else default."""
-    covering = [s.score for s in result.spans if s.start <= start and end <= s.end]
-    return min(covering) if covering else result.default
+def local_at(result: ScoreResult, start: int, end: int) -> float:
+    """The local signal the contract assigns to ``[start, end)``: the lowest covering span, else default."""
+    covering = [s.score for s in result.local if s.start <= start and end <= s.end]
+    return min(covering) if covering else result.local_default
 
 
-def all_scores(result: ScoreResult) -> list[float]:
-    return [result.default] + [s.score for s in result.spans]
+def composed(result: ScoreResult, completion: str, local_weight: float = 0.5) -> list[float]:
+    return compose(result, len(completion), default_split(completion), local_weight)
 
 
 def test_corpus_is_large_and_balanced():
@@ -86,36 +88,34 @@ def test_corpus_verdicts(corpus_results, index):
     [i for i, row in enumerate(CORPUS) if row["wrong_step"]],
     ids=[row["id"] for row in CORPUS if row["wrong_step"]],
 )
-def test_lowest_score_falls_on_the_wrong_step(corpus_results, index):
+def test_blame_starts_at_the_first_wrong_step_and_propagates(corpus_results, index):
     row, result = CORPUS[index], corpus_results[index]
     completion = row["completion"]
     start = completion.index(row["wrong_step"])
-    end = start + len(row["wrong_step"])
-    wrong = score_at(result, start, end)
-    assert wrong == min(all_scores(result))
-    assert wrong < result.default
-    for step in result.details["steps"]:
-        if step["ok"]:
-            assert score_at(result, step["start"], step["end"]) > wrong
+    assert local_at(result, start, start + len(row["wrong_step"])) == -1.0
+    assert local_at(result, start, len(completion)) == -1.0       # error propagation: nothing after earns credit
+    assert start == 0 or local_at(result, 0, start) == 0.0        # what came before is not blamed
 
 
-def test_span_scheme_invariants(corpus_results):
-    correct = [r for r in corpus_results if r.passed]
-    wrong = [r for r in corpus_results if r.passed is False]
+def test_without_propagation_only_wrong_steps_are_blamed(scorer):
+    completion = "First 3 * 4 = 13. Then 13 + 5 = 18. So \\boxed{18}"
+    (result,) = scorer.score_batch([rollout(completion, "17")], MathOptions(error_propagation=False))
+    assert [completion[s.start:s.end] for s in result.local] == ["3 * 4 = 13"]
+    (propagated,) = scorer.score_batch([rollout(completion, "17")], MathOptions())
+    assert [(s.start, s.end) for s in propagated.local] == [(completion.index("3 * 4"), len(completion))]
+
+
+def test_recipe_invariants(corpus_results):
+    """Local signals lie in [-1, 0]; with w_s <= 1 the outcome dominates: every token of a correct
+    completion scores above every token of a wrong one."""
     for result in corpus_results:
-        assert all(math.isfinite(x) and -1.0 <= x <= 1.0 for x in all_scores(result))
-        assert all(0 <= s.start <= s.end for s in result.spans)
-    lowest_correct = min(
-        s for r in correct for s in all_scores(r) if s != -0.5  # -0.5: a wrong step in a lucky completion
-    )
-    highest_wrong = max(s for r in wrong for s in all_scores(r))
-    assert highest_wrong < lowest_correct
-    for result in correct:
-        start, end = result.details["answer_span"]
-        assert score_at(result, start, end) == 1.0
-    for result in wrong:
-        if result.details["answer_span"] is not None:
-            assert score_at(result, *result.details["answer_span"]) == -1.0
+        assert all(-1.0 <= s.score <= 0.0 and 0 <= s.start <= s.end for s in result.local)
+        assert result.local_default in (0.0, -1.0)
+    texts = {id(r): row["completion"] for r, row in zip(corpus_results, CORPUS)}
+    for w in (0.1, 0.5, 1.0):
+        lowest_correct = min(min(composed(r, texts[id(r)], w)) for r in corpus_results if r.passed)
+        highest_wrong = max(max(composed(r, texts[id(r)], w)) for r in corpus_results if r.passed is False)
+        assert highest_wrong < lowest_correct
 
 
 def test_details_describe_answer_and_steps(scorer):
@@ -130,18 +130,19 @@ def test_details_describe_answer_and_steps(scorer):
 
 def test_check_steps_can_be_turned_off(scorer):
     (result,) = scorer.score_batch([rollout("12 + 5 = 18. \\boxed{18}")], MathOptions(check_steps=False))
-    assert result.details["steps"] == [] and len(result.spans) == 1
+    assert result.details["steps"] == [] and result.local == []
 
 
 def test_no_answer_is_blamed_throughout(scorer):
     (result,) = scorer.score_batch([rollout("I give up.")], MathOptions())
-    assert (result.score, result.passed, result.default, result.spans) == (-1.0, False, -1.0, [])
+    assert (result.score, result.passed, result.local_default, result.local) == (-1.0, False, -1.0, [])
 
 
 @pytest.mark.parametrize("reference", [None, {}, {"answer": ""}, {"answer": None}, {"solution": "17"}])
-def test_missing_reference_is_a_failing_result_not_an_exception(scorer, reference):
+def test_missing_reference_is_unscorable_not_a_failure(scorer, reference):
+    """The data is at fault, not the policy: an error result, which trainers leave out of the loss."""
     (result,) = scorer.score_batch([Rollout("\\boxed{17}", reference=reference)], MathOptions())
-    assert result.passed is False and result.score == 0.0
+    assert result.passed is None and "missing reference" in result.error
     assert "missing reference" in result.details["reason"]
 
 

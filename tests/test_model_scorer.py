@@ -9,7 +9,7 @@ from reward_server.scorers.base import Rollout
 from reward_server.scorers.model import ModelOptions, ModelScorer, _to_scores
 from reward_server.service import ScoringService
 from reward_server.settings import ServerSettings
-from reward_server.spans import char_scores, token_scores
+from reward_server.spans import char_scores, token_minima
 from services.queue import WorkItem
 
 TEXTS = ["First 3 * 4 = 12. Then 12 + 5 = 17. So \\boxed{17}.", "export default function A() { return <p>hi</p>; }",
@@ -32,25 +32,25 @@ def test_scores_are_bounded_and_cover_the_model_tokens(scorer):
     text = TEXTS[0]
     [result] = scorer.score_batch([Rollout(text)], ModelOptions())
     assert -1 <= result.score <= 1 and result.passed is None
-    assert result.details["model_tokens"] == len(result.spans) > 3
-    assert all(-1 <= s.score <= 1 for s in result.spans)
-    chars = char_scores(result, len(text))
+    assert result.details["model_tokens"] == len(result.local) > 3
+    assert all(-1 <= s.score <= 0 for s in result.local)  # l = (s - 1) / 2
+    chars = char_scores(result.local, result.local_default, len(text))
     assert all(-1 <= c <= 1 for c in chars)
 
 
 def test_caller_tokens_get_the_minimum_of_the_model_tokens_they_cover(scorer):
     text = TEXTS[0]
     [result] = scorer.score_batch([Rollout(text)], ModelOptions())
-    whole = token_scores(char_scores(result, len(text)), [(0, len(text))])[0]
-    assert whole == pytest.approx(min(s.score for s in result.spans))
+    whole = token_minima(char_scores(result.local, result.local_default, len(text)), [(0, len(text))], 0.0)[0]
+    assert whole == pytest.approx(min(s.score for s in result.local))
 
 
 def test_batching_does_not_change_scores(scorer):
     single = [scorer.score_batch([Rollout(t)], ModelOptions())[0] for t in TEXTS[:4]]
     batched = scorer.score_batch([Rollout(t) for t in TEXTS[:4]], ModelOptions())
     for a, b in zip(single, batched):
-        assert [s.start for s in a.spans] == [s.start for s in b.spans]
-        assert [s.score for s in a.spans] == pytest.approx([s.score for s in b.spans], abs=1e-5)
+        assert [s.start for s in a.local] == [s.start for s in b.local]
+        assert [s.score for s in a.local] == pytest.approx([s.score for s in b.local], abs=1e-5)
 
 
 def test_concurrent_clients_share_forward_passes(scorer):

@@ -6,7 +6,8 @@ import pytest
 from reward_server.react.extract import extract_code
 from reward_server.scorers.base import Rollout
 from reward_server.scorers.react import ReactOptions, ReactScorer
-from reward_server.spans import char_scores, default_split, token_scores
+from reward_server.composition import compose
+from reward_server.spans import char_scores, default_split
 from sandbox.testing import require_node_toolchain
 from tests.data.react_corpus import CASES, COUNTER, GLUED_ATTRIBUTE
 
@@ -19,9 +20,13 @@ def scorer():
     s.close()
 
 
-def tokens(completion, result):
+def tokens(completion, result, local_weight=0.5):
     offsets = default_split(completion)
-    return offsets, token_scores(char_scores(result, len(completion)), offsets)
+    return offsets, compose(result, len(completion), offsets, local_weight)
+
+
+def local_chars(completion, result):
+    return char_scores(result.local, result.local_default, len(completion))
 
 
 def line_of(completion, start, end):
@@ -55,25 +60,44 @@ def test_scores_are_deterministic(scorer):
     first = scorer.score_batch(rollouts, ReactOptions(level="typecheck"))
     second = scorer.score_batch(list(reversed(rollouts)), ReactOptions(level="typecheck"))
     for a, b in zip(first, reversed(second)):
-        assert (a.score, a.passed, a.spans, a.default) == (b.score, b.passed, b.spans, b.default)
+        assert (a.score, a.passed, a.local, a.local_default) == (b.score, b.passed, b.local, b.local_default)
 
 
-def test_window_covers_the_line_before_the_report(scorer):
-    """esbuild reports the glued attribute at `</`; the window reaches back to the true mistake."""
-    [result] = scorer.score_batch([Rollout(GLUED_ATTRIBUTE)], ReactOptions(level="syntax", blame_lines=1))
-    chars = char_scores(result, len(GLUED_ATTRIBUTE))
-    mistake = GLUED_ATTRIBUTE.index('"title"Back')
-    assert chars[mistake] == -1.0
-    assert chars[GLUED_ATTRIBUTE.index("export")] == -0.2
+def test_window_reaches_back_to_the_true_mistake(scorer):
+    """esbuild reports the glued attribute at `</`; three lexical tokens back is the mistake."""
+    for options in (ReactOptions(level="syntax"), ReactOptions(level="syntax", window_unit="lines", window=1)):
+        [result] = scorer.score_batch([Rollout(GLUED_ATTRIBUTE)], options)
+        chars = local_chars(GLUED_ATTRIBUTE, result)
+        assert chars[GLUED_ATTRIBUTE.index('"title"Back')] == -1.0
+        assert chars[GLUED_ATTRIBUTE.index("export")] == 0.0
 
 
-def test_schemes_differ_as_documented(scorer):
+def test_token_window_blames_less_code_than_a_line_window(scorer):
+    by_unit = {unit: scorer.score_batch([Rollout(GLUED_ATTRIBUTE)], ReactOptions(level="syntax", window_unit=unit,
+                                                                                  window=3 if unit == "tokens" else 1))[0]
+               for unit in ("tokens", "lines")}
+    blamed = {unit: int((local_chars(GLUED_ATTRIBUTE, r) < 0).sum()) for unit, r in by_unit.items()}
+    assert 0 < blamed["tokens"] < blamed["lines"]
+
+
+def test_retired_schemes_reproduce_their_numbers(scorer):
+    """`window`: pass +1, a failing completion's text -0.2, its windows -1; `uniform`: -1 on every token."""
     by_scheme = {s: scorer.score_batch([Rollout(GLUED_ATTRIBUTE)], ReactOptions(level="syntax", scheme=s))[0]
-                 for s in ("window", "uniform", "prefix_credit")}
-    chars = {s: char_scores(r, len(GLUED_ATTRIBUTE)) for s, r in by_scheme.items()}
-    assert set(chars["uniform"]) == {-1.0}
-    assert chars["prefix_credit"][0] == 1.0  # the gamed scheme: full credit before the error line
-    assert chars["window"].max() == -0.2
+                 for s in ("window", "uniform")}
+    window_opts = ReactOptions(scheme="window")
+    assert (window_opts.local, window_opts.window_unit, window_opts.window) == ("all_errors", "lines", 1)
+    _, window = tokens(GLUED_ATTRIBUTE, by_scheme["window"], window_opts.local_weight)
+    assert max(window) == pytest.approx(-0.2) and min(window) == pytest.approx(-1.0)
+    _, uniform = tokens(GLUED_ATTRIBUTE, by_scheme["uniform"], ReactOptions(scheme="uniform").local_weight)
+    assert set(uniform) == {-1.0}
+    assert ReactOptions(scheme="window", local_weight=0.5).local_weight == 0.5  # a field the request sets wins
+
+
+def test_first_error_ignores_the_cascade_all_errors_does_not(scorer):
+    two = "```tsx\nexport function A() {\n  return <div><p>x</div>;\n}\nconst b = ;\n```"
+    first, every = (scorer.score_batch([Rollout(two)], ReactOptions(level="syntax", local=name))[0]
+                    for name in ("first_error", "all_errors"))
+    assert len(first.local) == 1 and len(every.local) >= len(first.local)
 
 
 @pytest.mark.parametrize("completion,reason", [
@@ -86,7 +110,17 @@ def test_no_code_and_truncated_output_are_blamed_throughout(scorer, completion, 
     [result] = scorer.score_batch([Rollout(completion)], ReactOptions())
     assert result.passed is False and result.details["reason"] == reason
     if reason != "compile error":
-        assert result.default == -1.0 and not result.spans
+        assert result.local_default == -1.0 and not result.local
+        end = (len(completion), len(completion))  # the eos after the text
+        assert set(compose(result, len(completion), default_split(completion) + [end], 0.5)) == {-1.0}
+
+
+def test_an_empty_completion_scores_below_every_failing_attempt(scorer):
+    """Stopping at once must never beat trying: the eos of "" is the lowest score there is."""
+    empty, failing = scorer.score_batch([Rollout(""), Rollout(GLUED_ATTRIBUTE)], ReactOptions(level="syntax"))
+    [eos] = compose(empty, 0, [(0, 0)], 0.5)
+    _, attempt = tokens(GLUED_ATTRIBUTE, failing)
+    assert eos == -1.0 <= min(attempt) and eos < max(attempt)  # only the attempt's blamed window sinks as low
 
 
 SPEC = {"component": "Counter", "elements": ["button", "p"], "text": ["Add one"], "props": {"button": ["onClick"]}}
@@ -104,10 +138,12 @@ def test_spec_violations_are_blamed_where_they_are(scorer):
     assert result.passed is True and result.details["spec_passed"] is False
     assert any("Clicker" in v for v in result.details["spec_violations"])
     assert any("lacks prop 'onClick'" in v for v in result.details["spec_violations"])
-    chars = char_scores(result, len(wrong))
-    assert chars[wrong.index("Clicker")] == 0.0                 # 0.5 * compile(+1) + 0.5 * blame(-1)
-    assert chars[wrong.index("useState")] == pytest.approx(0.4)  # 0.5 * 1 + 0.5 * (-0.2)
-    assert result.score == 0.0 and max(chars) < 1.0
+    chars = local_chars(wrong, result)
+    assert chars[wrong.index("Clicker")] == -1.0 and chars[wrong.index("useState")] == 0.0
+    offsets = [(wrong.index("Clicker"), wrong.index("Clicker") + 7), (wrong.index("useState"), wrong.index("useState") + 8)]
+    # outcome 0.5 * (+1) + 0.5 * (-1) = 0; blamed: 0 - 0.5 -> -0.2 in [-1, 1]; elsewhere 0 -> 0.2
+    assert compose(result, len(wrong), offsets, 0.5) == pytest.approx([-0.2, 0.2])
+    assert result.score == 0.0
 
 
 def test_hacked_output_that_ignores_the_prompt_loses_to_one_that_follows_it(scorer):

@@ -17,7 +17,8 @@ from rich.text import Text
 
 from reward_server.scorers import SCORERS, create_scorer
 from reward_server.scorers.base import Rollout
-from reward_server.spans import char_scores, check_offsets, default_split, token_scores
+from reward_server.composition import compose
+from reward_server.spans import check_offsets, default_split
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
         problem = check_offsets(offsets, len(rollout.completion))
         if problem:
             raise SystemExit(problem)
-        scores = token_scores(char_scores(result, len(rollout.completion)), offsets)
+        scores = compose(result, len(rollout.completion), offsets, options.local_weight)
         if args.json:
             print(json.dumps({"score": result.score, "passed": result.passed, "token_offsets": offsets,
-                              "token_scores": scores, "details": result.details}))
+                              "token_scores": scores, "details": result.details, "error": result.error}))
             continue
-        verdict = "PASS" if result.passed else "FAIL"
-        console.rule(f"{verdict}  score {result.score:+.2f}  ({result.details.get('reason', '')})")
+        verdict = "UNSCORED" if result.error else "PASS" if result.passed else "FAIL"
+        console.rule(f"{verdict}  outcome {result.score:+.2f}  ({result.error or result.details.get('reason', '')})")
         console.print(heat(rollout.completion, offsets, scores))
         for key in ("errors", "spec_violations", "steps"):
             if result.details.get(key):

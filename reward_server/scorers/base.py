@@ -1,9 +1,10 @@
 """The contract every scorer fulfils.
 
-A scorer judges one completion and answers in *characters*: a sequence-level score, a verdict,
-and scores over character spans of the completion. It never sees the caller's tokens; the shared
-mapper in :mod:`reward_server.spans` turns span scores into one score per caller token, so every
-scorer works with every tokenizer.
+A scorer judges one completion and answers in *characters*: an outcome, a verdict, and a local
+signal over character spans of the completion. It never sees the caller's tokens; the
+composition layer (:mod:`reward_server.composition`, on the shared mapper of
+:mod:`reward_server.spans`) turns them into one score per caller token, so every scorer works
+with every tokenizer.
 """
 from __future__ import annotations
 
@@ -33,18 +34,27 @@ class Rollout:
 
 @dataclass
 class ScoreResult:
-    """A scorer's verdict on one completion.
+    """A scorer's verdict on one completion, in the two channels of the reward recipe.
 
-    ``default`` scores every character that no span covers; a span's score replaces it (up or
-    down) and where spans overlap the lowest score wins (blame is never averaged away). All numbers must be finite; the mapper clips
-    them into the configured bounds.
+    * ``score`` is the rollout's **outcome** ``R_i`` in ``[-1, 1]`` (compile verdict mixed with
+      the spec check, answer correctness, ...): it reaches every token.
+    * ``local`` is the bounded **local signal** ``l`` in ``[-1, 0]`` over character spans: where
+      in the completion the blame lies. ``local_default`` is ``l`` of the characters no span
+      covers (0: no blame; -1: blame everything, e.g. no code at all). Where spans overlap the
+      lowest value wins (blame is never averaged away).
+
+    :mod:`reward_server.composition` turns the two into one bounded score per caller token.
+    All numbers must be finite; out-of-range values are clipped there. ``error`` says the
+    rollout cannot be judged at all (e.g. no reference answer): it goes back as an error result,
+    which trainers leave out of the loss rather than punish.
     """
 
     score: float
     passed: bool | None
-    spans: list[SpanScore] = field(default_factory=list)
-    default: float = 0.0
+    local: list[SpanScore] = field(default_factory=list)
+    local_default: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # the rollout cannot be judged (the data's fault, not the policy's)
 
 
 class Scorer(Protocol):

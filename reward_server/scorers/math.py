@@ -8,22 +8,15 @@ killable worker process (:mod:`sandbox.process_pool`), and check the arithmetic 
 
 Result:
 
-* ``score`` +1 (equal) / -1 (not equal, refused, timed out, or no answer); a rollout without a
-  reference answer scores 0.0 with ``passed=False`` and ``details["reason"]`` saying so (the
-  data, not the model, is at fault);
+* ``score`` (the outcome) +1 (equal) / -1 (not equal, refused, timed out, or no answer); a
+  rollout without a reference answer cannot be judged: it comes back with ``error`` set (the
+  data, not the model, is at fault), which trainers leave out of the loss;
 * ``details``: ``answer``, ``answer_span`` ``[start, end)``, ``method`` (how it was extracted),
   ``reason`` (why the verdict), ``steps`` ``[{start, end, ok, text}]`` (``ok`` ``None`` =
   uncheckable);
-* ``spans``/``default``: the token-score scheme of :mod:`reward_server.math.blame`:
-
-  ============  =======  =====  =========
-  region        correct  wrong  no answer
-  ============  =======  =====  =========
-  neutral text  +0.1     -0.1   -1.0
-  correct step  +0.5      0.0   -1.0
-  wrong step    -0.5     -1.0   -1.0
-  answer        +1.0     -1.0    --
-  ============  =======  =====  =========
+* ``local``: the local signal of :mod:`reward_server.math.blame`: -1 from the first wrong
+  step on (``error_propagation``, default) or on each wrong step, -1 everywhere when no answer
+  is found; the composition layer weighs it against the outcome.
 
 Deterministic: the same rollout and options always give the same result (a symbolic
 comparison that hits its deadline is judged not equal; pick ``timeout_s`` well above the
@@ -40,7 +33,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward_server.math.blame import no_answer_scores, span_scores
+from reward_server.composition import RecipeOptions
+from reward_server.math.blame import BLAME, step_blame
 from reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
 from reward_server.math.extract import Extraction, extract_final_answer
 from reward_server.math.steps import Step, find_steps
@@ -49,12 +43,14 @@ from sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
 from .base import Rollout, ScoreResult
 
 
-class MathOptions(BaseModel):
+class MathOptions(RecipeOptions):
     """Per-request options of the ``math`` scorer."""
 
     model_config = ConfigDict(extra="forbid")
 
     check_steps: bool = True
+    error_propagation: bool = Field(True, description="blame everything from the first wrong step on, "
+                                                      "not only the wrong steps")
     timeout_s: float = Field(5.0, gt=0, le=60, description="deadline of one symbolic comparison")
 
 
@@ -81,7 +77,8 @@ class MathScorer:
         options = options if isinstance(options, MathOptions) else MathOptions.model_validate(options)
         prejudged = [_prejudge(r, options.check_steps) for r in rollouts]
         verdicts = self._settle(prejudged, options.timeout_s)
-        return [_result(p, v) for p, v in zip(prejudged, verdicts, strict=True)]
+        return [_result(r, p, v, options.error_propagation)
+                for r, p, v in zip(rollouts, prejudged, verdicts, strict=True)]
 
     def _settle(self, prejudged: list[_Prejudged], timeout_s: float) -> list[Verdict | None]:
         """Replace undecided verdicts by the symbolic comparison, run in the process pool."""
@@ -124,7 +121,8 @@ def _symbolic_verdict(outcome: TaskOutcome) -> Verdict:
     return Verdict(False, "not equivalent (math-verify)")
 
 
-def _result(prejudged: _Prejudged, verdict: Verdict | None) -> ScoreResult:
+def _result(rollout: Rollout, prejudged: _Prejudged, verdict: Verdict | None,
+            error_propagation: bool) -> ScoreResult:
     details: dict[str, Any] = {
         "answer": None,
         "answer_span": None,
@@ -134,22 +132,20 @@ def _result(prejudged: _Prejudged, verdict: Verdict | None) -> ScoreResult:
         ],
     }
     if prejudged.reference is None:
-        details["reason"] = 'missing reference: rollout.reference["answer"] must be a non-empty string'
-        return ScoreResult(score=0.0, passed=False, details=details)
+        reason = 'missing reference: rollout.reference["answer"] must be a non-empty string'
+        details["reason"] = reason
+        return ScoreResult(score=0.0, passed=None, details=details, error=reason)
     answer = prejudged.answer
     if answer is None or verdict is None:
         details["reason"] = "no final answer found"
-        spans, default = no_answer_scores()
-        return ScoreResult(score=-1.0, passed=False, spans=spans, default=default, details=details)
+        return ScoreResult(score=-1.0, passed=False, local_default=BLAME, details=details)
     correct = bool(verdict.equal)
     details.update(
         answer=answer.text, answer_span=[answer.start, answer.end], method=answer.method,
         reason=verdict.reason,
     )
-    spans, default = span_scores(correct, answer, prejudged.steps)
-    return ScoreResult(
-        score=1.0 if correct else -1.0, passed=correct, spans=spans, default=default, details=details
-    )
+    local = step_blame(prejudged.steps, len(rollout.completion), error_propagation)
+    return ScoreResult(score=1.0 if correct else -1.0, passed=correct, local=local, details=details)
 
 
 _shared: ProcessPool | None = None

@@ -1,15 +1,17 @@
 """The ``model`` scorer: a learned token reward model from a local Hugging Face checkpoint.
 
 Any ``AutoModelForTokenClassification`` checkpoint works (a value head is one with a single
-label). Its outputs become scores in [-1, 1]:
+label). Its outputs become scores ``s`` in [-1, 1]:
 
 * one label: ``tanh(logit)``;
 * several labels: ``p(last label) - p(first label)`` (e.g. labels ``[bad, good]``).
 
-Each model token's score lands on its character span (from the fast tokenizer's offsets); the
-shared mapper then gives every caller token the minimum over its characters, so the caller's
-tokenizer need not match the model's. Characters past the model's context and characters no
-model token covers score ``0``. The sequence score is the mean of the model-token scores.
+In the recipe's channels: the outcome is the mean of the model-token scores, and each model
+token's local signal ``l = (s - 1) / 2`` in [-1, 0] (how far below "good" the model puts it)
+lands on its character span (from the fast tokenizer's offsets); the shared mapper then gives
+every caller token the minimum over its characters, so the caller's tokenizer need not match
+the model's. Characters past the model's context and characters no model token covers carry
+no local signal.
 
 Requests from all clients go through one :class:`MicroBatcher`: it waits up to ``max_wait_ms``
 to fill a batch of ``max_batch`` completions, so concurrent small requests share forward passes.
@@ -24,11 +26,13 @@ from typing import ClassVar, Optional, Sequence
 import torch
 from pydantic import BaseModel, ConfigDict
 
+from reward_server.composition import RecipeOptions
+
 from .base import Rollout, ScoreResult, SpanScore
 
 
-class ModelOptions(BaseModel):
-    """The ``model`` scorer takes no per-request options (the checkpoint is the server's choice)."""
+class ModelOptions(RecipeOptions):
+    """The ``model`` scorer's options: the composition's only (the checkpoint is the server's choice)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -111,10 +115,10 @@ class ModelScorer:
         results = []
         for row, text in enumerate(texts):
             keep = enc["attention_mask"][row].bool() & (offsets[row, :, 1] > offsets[row, :, 0])
-            spans = [SpanScore(int(s), int(e), float(v))
+            spans = [SpanScore(int(s), int(e), (float(v) - 1.0) / 2.0)
                      for (s, e), v in zip(offsets[row][keep].tolist(), scores[row][keep].tolist())]
             mean = float(scores[row][keep].mean()) if keep.any() else 0.0
-            results.append(ScoreResult(score=mean, passed=None, spans=spans, default=0.0,
+            results.append(ScoreResult(score=mean, passed=None, local=spans,
                                        details={"model_tokens": len(spans), "truncated": bool(len(spans)
                                                 and spans[-1].end < len(text.rstrip()))}))
         return results

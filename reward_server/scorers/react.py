@@ -2,49 +2,70 @@
 what the prompt asked?
 
 For each completion: extract the code (:mod:`reward_server.react.extract`), compile it in the
-sandboxed Node pool (:mod:`sandbox.node_pool`), place the verdict on characters with a token
-scheme (:mod:`reward_server.react.schemes`), and, when the rollout's reference carries a
-``spec``, check it on the parsed component (:mod:`reward_server.react.spec`) and mix::
+sandboxed Node pool (:mod:`sandbox.node_pool`), and answer in the recipe's two channels
+(:mod:`reward_server.composition`):
 
-    chars = (1 - spec_weight) * compile_chars + spec_weight * spec_chars
-    score = (1 - spec_weight) * compile_score + spec_weight * spec_score
+* **outcome** ``R = (1 - spec_weight) * C + spec_weight * S`` with ``C`` = +1 if it compiles
+  else -1 and ``S`` = +1 if the spec check passes else -1 (``R = C`` without a spec);
+* **local signal** ``l = -1`` where the blame lies (:mod:`reward_server.react.local`: the first
+  parse error's window by default, type errors and refused imports at theirs) and on the parts
+  that violate the spec (a wrong component name, an element lacking a prop); a missing element
+  has no place and costs through the outcome only. No code, truncated output, a compiler
+  timeout or crash: ``l = -1`` everywhere (there is nothing to credit).
 
 ``passed`` is the compile verdict; ``details["spec_passed"]`` the spec verdict (None without a
-spec). Spec characters: +1 everywhere when met; otherwise -0.2 with -1 on the parts that
-violate it (a wrong component name, an element lacking a prop); a missing element has no
-place and costs the -0.2 base only.
+spec). The retired token schemes survive as named ablations (``scheme``): ``window`` (every
+diagnostic blamed from the line above, failing text at -0.2: affinely ``local_weight`` 4/3)
+and ``uniform`` (``local_weight`` 0).
 """
 from __future__ import annotations
 
 import threading
 from typing import Any, ClassVar, Literal, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from reward_server.composition import RecipeOptions
 from reward_server.react.extract import CodeBlock, extract_code
-from reward_server.react.schemes import FAIL, FAIL_BASE, PASS, SCHEMES, CompileOutcome
+from reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window
 from reward_server.react.spec import Spec, Violation, check_spec
-from reward_server.spans import char_scores, mix, result_from_chars
 from sandbox.node_pool import CompileResult, IsolationConfig, NodePool
 
 from .base import Rollout, ScoreResult, SpanScore
 
+PASS, FAIL = 1.0, -1.0
+# The retired token schemes as presets of the recipe's options (fields a request sets win).
+SCHEMES: dict[str, dict[str, Any]] = {
+    "window": {"local": "all_errors", "window_unit": "lines", "window": 1, "local_weight": 4 / 3},
+    "uniform": {"local_weight": 0.0},
+}
 
-class ReactOptions(BaseModel):
+
+class ReactOptions(RecipeOptions):
     """Per-request options of the ``react`` scorer."""
 
     model_config = ConfigDict(extra="forbid")
 
     level: Literal["syntax", "build", "typecheck"] = Field("build", description="how far to compile")
-    scheme: str = Field("window", description=f"token scheme, one of {sorted(SCHEMES)}")
-    blame_lines: int = Field(1, ge=0, le=10, description="lines above a reported error that share its blame")
-    spec_weight: float = Field(0.5, ge=0, le=1, description="weight of the spec check where a rollout has a spec")
+    spec_weight: float = Field(0.5, ge=0, le=1, description="weight of the spec check in the outcome where a rollout has a spec")
+    local: str = Field("first_error", description=f"local signal, one of {sorted(LOCAL_SIGNALS)}")
+    window: int = Field(3, ge=0, le=20, description="how far blame reaches back before a reported error")
+    window_unit: Literal["tokens", "lines"] = Field("tokens", description="unit of `window`: the code's lexical tokens or lines")
+    scheme: Optional[Literal["window", "uniform"]] = Field(
+        None, description="a retired token scheme, as an ablation: presets the fields above")
 
-    @field_validator("scheme")
+    @model_validator(mode="before")
     @classmethod
-    def _known_scheme(cls, name: str) -> str:
-        if name not in SCHEMES:
-            raise ValueError(f"unknown scheme {name!r}; choose one of {sorted(SCHEMES)}")
+    def _apply_scheme(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("scheme") in SCHEMES:
+            return {**SCHEMES[data["scheme"]], **data}
+        return data
+
+    @field_validator("local")
+    @classmethod
+    def _known_signal(cls, name: str) -> str:
+        if name not in LOCAL_SIGNALS:
+            raise ValueError(f"unknown local signal {name!r}; choose one of {sorted(LOCAL_SIGNALS)}")
         return name
 
 
@@ -85,24 +106,31 @@ class ReactScorer:
     def _score_one(self, rollout: Rollout, block: Optional[CodeBlock], compiled: Optional[CompileResult],
                    opts: ReactOptions) -> ScoreResult:
         outcome = _outcome(rollout.completion, block, compiled)
-        result = SCHEMES[opts.scheme](outcome, opts.blame_lines)
-        result.details = _details(rollout.completion, outcome, block, compiled, opts.level)
+        details = _details(rollout.completion, outcome, block, compiled, opts.level)
+        compile_score = PASS if outcome.passed else FAIL
+        if outcome.fatal:
+            local, local_default = [], BLAME
+        elif outcome.passed:
+            local, local_default = [], 0.0
+        else:
+            reference = (rollout.reference or {}).get("code")
+            signal = LOCAL_SIGNALS[opts.local]
+            local = signal(outcome, Window(opts.window, opts.window_unit), reference if isinstance(reference, str) else None)
+            local_default = 0.0
         spec = _spec_of(rollout)
         if isinstance(spec, str):  # a malformed spec is the data's fault: say so, judge compile only
-            result.details["spec_error"] = spec
+            details["spec_error"] = spec
             spec = None
         if spec is None:
-            result.details["spec_passed"] = None
-            return result
+            details["spec_passed"] = None
+            return ScoreResult(compile_score, outcome.passed, local, local_default, details)
         violations = _violations(spec, block, compiled)
-        spec_result = _spec_result(violations, block)
+        offset = block.start if block else 0
+        local = local + [SpanScore(offset + v.span[0], offset + v.span[1], BLAME) for v in violations if v.span]
         w = opts.spec_weight
-        length = len(rollout.completion)
-        chars = mix([(1 - w, char_scores(result, length)), (w, char_scores(spec_result, length))])
-        details = {**result.details, "spec_passed": not violations,
-                   "spec_violations": [v.message for v in violations]}
-        return result_from_chars(chars, score=(1 - w) * result.score + w * spec_result.score,
-                                 passed=result.passed, details=details)
+        score = (1 - w) * compile_score + w * (FAIL if violations else PASS)
+        details.update(spec_passed=not violations, spec_violations=[v.message for v in violations])
+        return ScoreResult(score, outcome.passed, local, local_default, details)
 
 
 def _outcome(completion: str, block: Optional[CodeBlock], compiled: Optional[CompileResult]) -> CompileOutcome:
@@ -143,11 +171,3 @@ def _violations(spec: Spec, block: Optional[CodeBlock], compiled: Optional[Compi
     if block is None or compiled is None or not compiled.summary:
         return [Violation("the code could not be parsed, so the spec cannot be checked")]
     return check_spec(spec, compiled.summary)
-
-
-def _spec_result(violations: list[Violation], block: Optional[CodeBlock]) -> ScoreResult:
-    if not violations:
-        return ScoreResult(score=PASS, passed=True, default=PASS)
-    offset = block.start if block else 0
-    spans = [SpanScore(offset + v.span[0], offset + v.span[1], FAIL) for v in violations if v.span]
-    return ScoreResult(score=FAIL, passed=False, spans=spans, default=FAIL_BASE)
