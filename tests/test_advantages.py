@@ -131,6 +131,32 @@ def test_rollouts_without_tokens_are_zero_and_ignored(name):
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@pytest.mark.parametrize("poison", [float("nan"), float("inf"), -float("inf")])
+def test_an_empty_row_with_poisoned_padding_leaves_its_group_alone(name, poison):
+    """A row with no completion tokens whose padding holds NaN/inf is ignored; its group's
+    advantages equal those of the group without it (regression: bot_grpo turned them NaN)."""
+    r, m, g = batch([[1.0, 0.5], [], [0.0, -1.0, 0.3]], [0, 0, 0])
+    r[1] = poison
+    adv = compute_advantages(name, r, m, g)
+    keep = torch.tensor([0, 2])
+    assert torch.isfinite(adv).all() and torch.equal(adv[1], torch.zeros_like(adv[1]))
+    assert torch.allclose(adv[keep], compute_advantages(name, r[keep], m[keep], g[keep]), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo", "pure"])
+def test_undefined_sequence_rewards_are_left_out_of_the_group(name):
+    """A NaN sequence reward (a rollout the server could not score) takes no part in its group's
+    statistics and, with its row masked out, gets no advantage."""
+    r, m, g = batch([[1.0, 0.5], [0.2], [0.0, -1.0, 0.3], [1.0]], [0, 0, 0, 0])
+    seq = torch.tensor([1.0, float("nan"), -1.0, 0.5])
+    m[1] = False
+    adv = compute_advantages(name, r, m, g, seq)
+    keep = torch.tensor([0, 2, 3])
+    assert torch.isfinite(adv).all() and torch.equal(adv[1], torch.zeros_like(adv[1]))
+    assert torch.allclose(adv[keep], compute_advantages(name, r[keep], m[keep], g[keep], seq[keep]), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_low_precision_inputs(name, dtype):
     torch.manual_seed(1)

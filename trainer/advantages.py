@@ -12,8 +12,9 @@ Shared conventions (see ``docs/algorithms.md`` for the derivations):
   order (groups may be interleaved).
 * ``seq_rewards`` ``(B,)`` or None: sequence-level estimators use it when given, else each
   rollout's mean token reward ``R_i = sum_t r_it / L_i``.
-* A rollout takes part in its group's statistics when its reward is defined: always when
-  ``seq_rewards`` is given, else (and always for token-level estimators) only when ``L_i > 0``.
+* A rollout takes part in its group's statistics when its reward is defined: when its
+  ``seq_rewards`` entry is finite if given (NaN marks a rollout nobody could score), else (and
+  always for token-level estimators) only when ``L_i > 0``.
 * Where a spread is undefined or zero (a group of one, all-equal rewards) the advantage is exactly
   0.0, never NaN. Output is exactly 0.0 where ``mask`` is False.
 * Arithmetic runs in float32 (float64 inputs stay float64); the result has the rewards' dtype.
@@ -81,15 +82,19 @@ def _pick_per_group(values: Tensor, valid: Tensor, groups: _Groups) -> Tensor:
 
 
 def _first_token_values(r: Tensor, mask: Tensor) -> Tensor:
-    """``(B,)`` reward of each rollout's first completion token (row 0's value if it has none).
+    """``(B,)`` reward of each rollout's first completion token (0 for a rollout with none:
+    what lies under its padding, NaN or inf, must not reach the group's statistics).
 
     Right-padded rows start at column 0, so only the other rows pay for an ``argmax``.
     """
     index = torch.zeros(r.shape[0], dtype=torch.long, device=r.device)
     late = (~mask[:, 0]).nonzero().squeeze(1)
+    first = r.gather(1, index[:, None]).squeeze(1)
     if late.numel():
-        index[late] = mask[late].view(torch.uint8).argmax(dim=1)
-    return r.gather(1, index[:, None]).squeeze(1)
+        late_mask = mask[late].view(torch.uint8)
+        values = r[late].gather(1, late_mask.argmax(dim=1, keepdim=True)).squeeze(1)
+        first[late] = torch.where(late_mask.amax(dim=1) > 0, values, torch.zeros_like(values))
+    return first
 
 
 def _lengths(mask: Tensor) -> Tensor:
@@ -100,14 +105,16 @@ def _lengths(mask: Tensor) -> Tensor:
 def sequence_rewards(token_rewards: Tensor, mask: Tensor, seq_rewards: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     """``(R, valid)``: the sequence reward of each rollout and whether it is defined.
 
-    ``R_i = seq_rewards_i`` when given, else ``sum_t r_it / L_i`` (undefined when ``L_i = 0``).
+    ``R_i = seq_rewards_i`` when given (undefined when not finite: a rollout nobody could
+    score), else ``sum_t r_it / L_i`` (undefined when ``L_i = 0``).
     """
     dtype = _compute_dtype(token_rewards)
     if seq_rewards is not None:
         if seq_rewards.shape != token_rewards.shape[:1]:
             raise ValueError(f"seq_rewards must have shape {tuple(token_rewards.shape[:1])}, got {tuple(seq_rewards.shape)}")
         rewards = seq_rewards.to(dtype)
-        return rewards, torch.ones_like(rewards, dtype=torch.bool)
+        valid = rewards.isfinite()
+        return torch.where(valid, rewards, 0.0), valid
     r = token_rewards.to(dtype)
     first = _first_token_values(r, mask)
     lengths = _lengths(mask).to(dtype)
@@ -173,7 +180,7 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     within = (s2 * inv_len - mean_shift * mean_shift).clamp_min(0.0)  # v_i
     groups = _Groups(group_ids)
     n, centred, between = _group_stats(first.squeeze(1).double() + mean_shift, has_tokens, groups)
-    sigma = _safe_div(groups.gather(groups.sum(within * has_tokens)) + between, n).sqrt()
+    sigma = _safe_div(groups.gather(groups.sum(torch.where(has_tokens, within, 0.0))) + between, n).sqrt()
     scale = _safe_div(torch.ones_like(sigma), sigma + eps)
     offset = (centred - mean_shift) * scale                           # (c_i - mu_g) / (sigma_g + eps)
     # A_it = x_it * scale_i + offset_i * mask_it, in place on x (fresh (B, T) buffers cost page faults)
