@@ -134,7 +134,8 @@ class InProcessRewards:
         seq = rewards.sum(1) / mask.sum(1).clamp_min(1)
         nan = torch.full((mask.shape[0],), float("nan"))
         future: Future = Future()
-        future.set_result(ScoredBatch(rewards, seq, nan, nan, 0, time.perf_counter() - started))
+        scored = torch.ones(mask.shape[0], dtype=torch.bool)
+        future.set_result(ScoredBatch(rewards, seq, nan, nan, scored, time.perf_counter() - started))
         return future
 
     def close(self) -> None:

@@ -7,9 +7,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from botgrpo.tiny import train_tokenizer
-from reward_server.react.schemes import FAIL, FAIL_BASE
+from reward_server.composition import compose
 from reward_server.scorers.base import ScoreResult, SpanScore
-from reward_server.spans import char_scores, token_scores
 from tests.live_server import LiveServer
 from tests.tiny_setup import tiny_config, tiny_math_setup
 from trainer.loop import Trainer
@@ -72,11 +71,11 @@ def test_alignment_with_tokens_that_cross_line_breaks():
     crossing = [(s, e) for s, e in spans if "\n" in completion[s:e - 1]]  # a newline, then more of the token
     assert crossing, "the tokenizer should merge across line breaks for this test to mean anything"
     line2 = (completion.index("  return"), completion.index("\n}"))
-    result = ScoreResult(score=-1, passed=False, spans=[SpanScore(*line2, FAIL)], default=FAIL_BASE)
-    scores = token_scores(char_scores(result, len(completion)), spans)
+    result = ScoreResult(score=-1, passed=False, local=[SpanScore(*line2, -1.0)])
+    scores = compose(result, len(completion), spans, local_weight=0.5)
     for (s, e), score in zip(spans, scores):
         touches = s < line2[1] and e > line2[0]
-        assert score == (FAIL if touches else FAIL_BASE), (completion[s:e], score)
+        assert score == pytest.approx(-1.0 if touches else -0.6), (completion[s:e], score)
 
 
 def test_few_steps_through_the_real_server(setup, server, tmp_path):
@@ -160,3 +159,60 @@ def test_inverse_cdf_sampling_draws_the_right_distribution():
     top, _ = _sample(logits, SamplingParams(top_p=0.6), u)  # nucleus {0, 2}: renormalised 5/8, 3/8
     assert set(top.tolist()) == {0, 2}
     assert abs((top == 0).float().mean().item() - 0.625) < 0.005
+
+
+class _Scripted:
+    """An in-process reward source: fixed rewards per row, rows listed in ``unscored`` errored
+    with ``unscored_value`` under them (what a naive client would feed the loss)."""
+
+    def __init__(self, unscored=(), unscored_value=-1.0):
+        self.unscored, self.unscored_value = set(unscored), unscored_value
+
+    def submit(self, batch, references, options=None):
+        from concurrent.futures import Future
+        from trainer.rewards import ScoredBatch
+        B = batch.completion_mask.shape[0]
+        seq = torch.tensor([1.0 if i % 2 else -1.0 for i in range(B)])
+        scored = torch.tensor([i not in self.unscored for i in range(B)])
+        seq = torch.where(scored, seq, self.unscored_value)
+        tokens = torch.where(batch.completion_mask, seq[:, None], 0.0)
+        nan = torch.full((B,), float("nan"))
+        future = Future()
+        future.set_result(ScoredBatch(tokens, seq, nan, nan, scored, 0.0))
+        return future
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("method", ["bot_grpo", "grpo", "pure"])
+def test_unscored_rollouts_are_left_out_not_punished(setup, tmp_path, method):
+    """Whatever scores sit under an unscored rollout, the update is the same: it is not in the loss."""
+    def one_step(value):
+        cfg = tiny_config(setup, tmp_path / f"{method}-{value}", method=method, steps=1, eval_dataset=None, plot=False)
+        trainer = Trainer(cfg, reward_source=_Scripted(unscored=(0, 3, 5), unscored_value=value))
+        try:
+            [record] = trainer.train()
+        finally:
+            trainer.close()
+        return record, [p.detach().clone() for p in trainer.model.parameters()]
+
+    (low, low_params), (high, high_params) = one_step(-1.0), one_step(1.0)
+    assert low["reward_errors"] == 3 and low["kept_rollouts"] == 16 - 3
+    assert all(torch.equal(a, b) for a, b in zip(low_params, high_params))
+
+
+def test_unscored_rollouts_from_the_real_server_are_counted(setup, server, tmp_path):
+    """Math prompts without a reference answer cannot be judged: the server says so with `error`."""
+    rows = [json.loads(x) for x in open(setup["dataset"]).read().splitlines()][:8]
+    (tmp_path / "half.jsonl").write_text("".join(
+        json.dumps({"prompt": r["prompt"], "reference": r["reference"] if i % 2 else {}}) + "\n"
+        for i, r in enumerate(rows)))
+    cfg = tiny_config({**setup, "dataset": str(tmp_path / "half.jsonl")}, tmp_path / "run", reward_url=server.url,
+                      steps=1, eval_dataset=None, plot=False)
+    trainer = Trainer(cfg)
+    try:
+        [record] = trainer.train()
+    finally:
+        trainer.close()
+    assert record["reward_errors"] > 0 and record["kept_rollouts"] == 16 - record["reward_errors"]

@@ -43,11 +43,14 @@ def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example
         scored = rewards.submit(batch, refs, {"level": level} if level else None).result()
         passed = torch.nan_to_num(scored.passed, nan=0.0)
         both = passed * torch.nan_to_num(scored.spec_passed, nan=1.0)
+        ok = scored.scored  # an unscored rollout is neither a pass nor a failure: left out, counted
         prefix = f"{level}/" if level and len(levels) > 1 else ""
-        out[prefix + "pass_rate"] = float(passed.mean())
-        out[prefix + "spec_rate"] = float(both.mean()) if not scored.spec_passed.isnan().all() else None
-        out[prefix + "reward_mean"] = float(scored.seq_rewards.mean())
-        per_prompt = passed.view(len(prompts), samples).sum(1).long().tolist()
+        out[prefix + "pass_rate"] = float(passed[ok].mean()) if ok.any() else math.nan
+        out[prefix + "spec_rate"] = (float(both[ok].mean()) if ok.any() and not scored.spec_passed.isnan().all()
+                                     else None)
+        out[prefix + "reward_mean"] = float(scored.seq_rewards[ok].mean()) if ok.any() else math.nan
+        out[prefix + "unscored"] = scored.errors
+        per_prompt = passed.view(len(prompts), samples).sum(1).long().tolist()  # unscored: not a pass
         for k in ks:
             out[f"{prefix}pass@{k}"] = sum(pass_at_k(samples, c, k) for c in per_prompt) / len(prompts)
     return out

@@ -108,7 +108,9 @@ class Trainer:
         return [chosen[j] for j in mine], seeds
 
     def _shape(self, batch: RolloutBatch, scored: ScoredBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        token_rewards, seq_rewards, mask = scored.token_rewards, scored.seq_rewards, batch.completion_mask.clone()
+        """Rewards and the loss mask: unscored rollouts leave the loss (and their groups' statistics)."""
+        token_rewards, mask = scored.token_rewards, batch.completion_mask & scored.scored[:, None]
+        seq_rewards = torch.where(scored.scored, scored.seq_rewards, math.nan)
         zone = self.cfg.overlong_zone()
         if zone:
             penalty = overlong_penalty(batch.lengths, self.cfg.sampling.max_new_tokens, zone, self.cfg.overlong_penalty)
@@ -152,7 +154,9 @@ class Trainer:
         self.step += 1
         elapsed = time.perf_counter() - started
         tokens = int(batch.completion_mask.sum())
-        return {"step": self.step, "reward_mean": float(seq_rewards.mean()), "reward_std": float(seq_rewards.std()),
+        defined = seq_rewards[seq_rewards.isfinite()]
+        return {"step": self.step, "reward_mean": float(defined.mean()) if defined.numel() else math.nan,
+                "reward_std": float(defined.std()) if defined.numel() > 1 else math.nan,
                 "pass_rate": _masked_mean(scored.passed), "spec_rate": _masked_mean(scored.passed * scored.spec_passed),
                 "kl": stats["kl"], "entropy": stats["entropy"], "clip_frac": stats["clip_frac"],
                 "loss": stats["loss"], "grad_norm": stats["grad_norm"], "lr": self.scheduler.get_last_lr()[0],

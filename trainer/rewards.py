@@ -3,7 +3,9 @@
 ``RewardSource.submit`` sends the batch through the streaming client on a worker thread and
 returns a future at once, so the trainer computes log-probs (or anything else) while the server
 scores. The policy's own tokens go as ``token_offsets``, so the server's token scores line up
-with the trainer's tokens one to one.
+with the trainer's tokens one to one. A rollout the server could not score (a result with
+``error``) is marked unscored: NaN sequence reward, no token rewards, and the loop leaves it out
+of the loss rather than punish the policy for the server's failure.
 
 ``EmbeddedServer`` runs the real reward server (FastAPI on uvicorn, in-process queue) on a
 thread of this process, for one-machine runs with no URL to point at.
@@ -27,11 +29,15 @@ from trainer.rollout.base import RolloutBatch
 @dataclass
 class ScoredBatch:
     token_rewards: torch.Tensor   # (B, T)
-    seq_rewards: torch.Tensor     # (B,)
+    seq_rewards: torch.Tensor     # (B,) NaN where unscored
     passed: torch.Tensor          # (B,) float: 1 passed, 0 failed, nan unknown
     spec_passed: torch.Tensor     # (B,) float: 1, 0, nan where no spec applies
-    errors: int
+    scored: torch.Tensor          # (B,) bool: False where the server could not score (result with `error`)
     seconds: float
+
+    @property
+    def errors(self) -> int:
+        return int((~self.scored).sum())
 
 
 def _flag(value: Optional[bool]) -> float:
@@ -62,13 +68,13 @@ class RewardSource:
     def _score(self, rollouts: list[dict], mask: torch.Tensor, options: dict[str, Any]) -> ScoredBatch:
         started = time.perf_counter()
         results = self.client.score(self.task, rollouts, options)
+        scored = torch.tensor([not r.get("error") for r in results], dtype=torch.bool)
         return ScoredBatch(
-            token_rewards=scores_to_tensor([r["token_scores"] for r in results], mask),
-            seq_rewards=torch.tensor([r["score"] for r in results], dtype=torch.float32),
+            token_rewards=scores_to_tensor([r["token_scores"] for r in results], mask) * scored[:, None],
+            seq_rewards=torch.where(scored, torch.tensor([r["score"] for r in results], dtype=torch.float32), math.nan),
             passed=torch.tensor([_flag(r.get("passed")) for r in results]),
             spec_passed=torch.tensor([_flag((r.get("details") or {}).get("spec_passed")) for r in results]),
-            errors=sum(1 for r in results if r.get("error")),
-            seconds=time.perf_counter() - started)
+            scored=scored, seconds=time.perf_counter() - started)
 
 
 class EmbeddedServer:

@@ -21,9 +21,12 @@ def overlong_penalty(lengths: Tensor, max_len: int, buffer: int, factor: float =
 
 def informative_groups(seq_rewards: Tensor, group_ids: Tensor) -> Tensor:
     """``(B,)`` bool: rows whose group's rewards are not all equal (DAPO's dynamic sampling keeps
-    only these; a group where every rollout scored the same has zero advantage everywhere)."""
+    only these; a group where every rollout scored the same has zero advantage everywhere).
+    NaN rewards (unscored rollouts) are ignored."""
     _, index = torch.unique(group_ids, return_inverse=True)
     count = int(index.max()) + 1 if index.numel() else 0
-    high = torch.full((count,), -torch.inf).scatter_reduce(0, index, seq_rewards.float(), "amax")
-    low = torch.full((count,), torch.inf).scatter_reduce(0, index, seq_rewards.float(), "amin")
+    rewards = seq_rewards.float()
+    defined = rewards.isfinite()
+    high = torch.full((count,), -torch.inf).scatter_reduce(0, index, torch.where(defined, rewards, -torch.inf), "amax")
+    low = torch.full((count,), torch.inf).scatter_reduce(0, index, torch.where(defined, rewards, torch.inf), "amin")
     return (high > low)[index]

@@ -51,7 +51,9 @@ class RewardServerTokens:
         self.tokenizer = tokenizer
         self.__name__ = f"reward_server/{task}"  # TRL's metric name for this function
 
-    def __call__(self, prompts, completions, completion_ids, **columns) -> list[list[float]]:
+    def __call__(self, prompts, completions, completion_ids, **columns) -> list[Optional[list[float]]]:
+        """Token scores per completion; None for one the server could not score (it then
+        takes no part in the loss, see :class:`BoTGRPOTrainer`)."""
         if self.tokenizer is None:
             raise RuntimeError("RewardServerTokens needs a tokenizer (BoTGRPOTrainer sets its own)")
         references = columns.get(self.reference_column) or [None] * len(prompts)
@@ -61,7 +63,8 @@ class RewardServerTokens:
             text, spans = token_spans(self.tokenizer, list(ids))
             rollouts.append({"id": str(i), "group": str(groups.setdefault(str(prompt), len(groups))),
                              "completion": text, "token_offsets": [list(s) for s in spans], "reference": reference})
-        return [list(r["token_scores"]) for r in self.client.score(self.task, rollouts, self.options)]
+        return [None if r.get("error") else list(r["token_scores"])
+                for r in self.client.score(self.task, rollouts, self.options)]
 
     def close(self) -> None:
         self.client.close()
