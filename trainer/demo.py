@@ -31,8 +31,10 @@ class DemoSettings:
     method: str = "bot_grpo"
     seed: int = 0
     vocabulary: int = 8            # component names and words the tasks draw from
+    shape: str = "template"        # components: "template" (8-15 lines) or "blocks" (15-30 lines)
     corpus: int = 4000             # warm-start pairs
     broken_share: float = 0.5
+    max_mistakes: int = 1          # mistakes in one broken warm-start component
     sft_steps: int = 800
     sft_max_seconds: float = 240.0
     train_prompts: int = 2000
@@ -47,7 +49,7 @@ class DemoSettings:
     spec_weight: float = 0.5
 
     def warm_key(self) -> str:
-        fields = ("seed", "vocabulary", "corpus", "broken_share", "sft_steps", "sft_max_seconds")
+        fields = ("seed", "vocabulary", "shape", "corpus", "broken_share", "max_mistakes", "sft_steps", "sft_max_seconds")
         return hashlib.sha256(json.dumps({k: getattr(self, k) for k in fields}).encode()).hexdigest()[:12]
 
 
@@ -58,13 +60,14 @@ def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, st
     root = Path(s.out_dir)
     warm = root / f"warm-{s.warm_key()}"
     paths = {"model": str(warm / "model"), "dataset": str(root / "train.jsonl"), "eval_dataset": str(root / "eval.jsonl")}
-    write_jsonl(paths["dataset"], react.make_prompts(s.train_prompts, s.seed + 1, s.vocabulary))
-    write_jsonl(paths["eval_dataset"], react.make_prompts(s.eval_prompts, s.seed + 2, s.vocabulary))
+    write_jsonl(paths["dataset"], react.make_prompts(s.train_prompts, s.seed + 1, s.vocabulary, s.shape))
+    write_jsonl(paths["eval_dataset"], react.make_prompts(s.eval_prompts, s.seed + 2, s.vocabulary, s.shape))
     if (warm / "done.json").exists():
         log(f"warm start: reusing {warm}")
         return paths
     shutil.rmtree(warm, ignore_errors=True)
-    pairs = react.make_sft_corpus(s.corpus, s.seed, s.broken_share, vocabulary=s.vocabulary)
+    pairs = react.make_sft_corpus(s.corpus, s.seed, s.broken_share, vocabulary=s.vocabulary, shape=s.shape,
+                                  max_mistakes=s.max_mistakes)
     log(f"warm start: tokenizer and a random-init Qwen2 from {len(pairs)} synthetic components "
         f"({s.broken_share:.0%} broken), then up to {s.sft_steps} supervised steps")
     build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=s.seed)

@@ -19,7 +19,8 @@ import random
 from dataclasses import dataclass
 
 from .base import Task, format_prompt, write_jsonl
-from .react_corruptions import CORRUPTIONS, SFT_MIX, corrupt
+from . import react_blocks
+from .react_corruptions import CORRUPTIONS, FENCE, SFT_MIX, corrupt
 from .react_templates import TEMPLATES, Component
 
 COMPONENT_NAMES = [
@@ -35,7 +36,7 @@ WORDS = [
 ]
 # Props worth asking for: each is visible in the code and meaningful to a reader of the prompt.
 ASKABLE_PROPS = {"className", "onClick", "onChange", "value", "href", "src", "alt", "type"}
-FENCE = "```"
+SHAPES = ("template", "blocks")
 
 
 @dataclass(frozen=True)
@@ -56,17 +57,28 @@ def fence(code: str) -> str:
     return f"{FENCE}tsx\n{code}{FENCE}"
 
 
-def make_example(rng: random.Random, vocabulary: int | None = None) -> ReactExample:
-    """One task, drawn from ``rng``: a template, a name, texts, and a spec picked from what
-    the rendered component contains (so the reference completion satisfies it).
+def make_example(rng: random.Random, vocabulary: int | None = None, shape: str = "template") -> ReactExample:
+    """One task, drawn from ``rng``: a component, and a spec picked from what it contains (so
+    the reference completion satisfies it). The reference also carries the component's code,
+    for the study's oracle local signal.
 
-    ``vocabulary`` limits names and words to the first N of each: a tiny policy learns to copy
-    a name or a word from the prompt far sooner when it has seen each one many times.
+    ``shape``: ``template`` (8-15 lines, :mod:`.react_templates`) or ``blocks`` (15-30 lines of
+    named blocks, :mod:`.react_blocks`; the prompt lists the blocks). ``vocabulary`` limits
+    names and words to the first N of each: a tiny policy learns to copy a name or a word from
+    the prompt far sooner when it has seen each one many times.
     """
-    names, words = COMPONENT_NAMES[:vocabulary], WORDS[: max(3, vocabulary or len(WORDS))]
-    template = rng.choice(sorted(TEMPLATES))
-    name = rng.choice(names)
-    component = TEMPLATES[template](rng, name, rng.sample(words, 3))
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; choose one of {SHAPES}")
+    names = COMPONENT_NAMES[:vocabulary]
+    blocks: list[str] = []
+    if shape == "blocks":  # five blocks of one or two texts need up to six words
+        words = WORDS[: max(6, vocabulary or len(WORDS))]
+        name, blocks, template = rng.choice(names), react_blocks.draw_blocks(rng, 3, 5), "blocks"
+        component = react_blocks.assemble(rng, name, blocks, rng.sample(words, 6))
+    else:
+        words = WORDS[: max(3, vocabulary or len(WORDS))]
+        template, name = rng.choice(sorted(TEMPLATES)), rng.choice(names)
+        component = TEMPLATES[template](rng, name, rng.sample(words, 3))
     distinct = sorted(set(component.elements))
     elements = sorted(rng.sample(distinct, rng.choice([1, 2, 2, 3])), key=component.elements.index)
     text = component.texts[0]
@@ -76,35 +88,40 @@ def make_example(rng: random.Random, vocabulary: int | None = None) -> ReactExam
         tag, prop = rng.choice(askable)
         props[tag] = [prop]
     spec = {"component": name, "elements": elements, "text": [text], "props": props}
-    return ReactExample(Task(format_prompt(instruction(spec)), {"spec": spec}), component, template)
+    reference = {"spec": spec, "code": component.code}
+    return ReactExample(Task(format_prompt(instruction(spec, blocks)), reference), component, template)
 
 
-def instruction(spec: dict) -> str:
+def instruction(spec: dict, blocks: list[str] = ()) -> str:
     """The English instruction for ``spec``, e.g. ``Write a React component named X that
-    renders a <ul> and a <li> with text "Add". Give the <a> a href prop.``"""
+    renders a <ul> and a <li> with text "Add". Give the <a> a href prop.`` (with blocks:
+    ``... named X with a counter and a list that renders ...``)."""
     tags = [f"<{tag}>" for tag in spec["elements"]]
     listed = tags[0] if len(tags) == 1 else ", ".join(tags[:-1]) + " and " + tags[-1]
     text = f' with text "{spec["text"][0]}"' if spec["text"] else ""
-    out = f"Write a React component named {spec['component']} that renders a {listed}{text}."
+    holding = f" with {react_blocks.listing(list(blocks))}" if blocks else ""
+    out = f"Write a React component named {spec['component']}{holding} that renders a {listed}{text}."
     for tag, props in spec["props"].items():
         out += f" Give the <{tag}> a {props[0]} prop."
     return out
 
 
-def make_examples(n: int, seed: int, vocabulary: int | None = None) -> list[ReactExample]:
+def make_examples(n: int, seed: int, vocabulary: int | None = None, shape: str = "template") -> list[ReactExample]:
     rng = random.Random(seed)
-    return [make_example(rng, vocabulary) for _ in range(n)]
+    return [make_example(rng, vocabulary, shape) for _ in range(n)]
 
 
-def make_prompts(n: int, seed: int, vocabulary: int | None = None) -> list[Task]:
+def make_prompts(n: int, seed: int, vocabulary: int | None = None, shape: str = "template") -> list[Task]:
     """``n`` tasks for RL or evaluation, deterministic in ``seed``."""
-    return [example.task for example in make_examples(n, seed, vocabulary)]
+    return [example.task for example in make_examples(n, seed, vocabulary, shape)]
 
 
-def make_sft_corpus(n: int, seed: int, broken_share: float = 0.5,
-                    mix: dict[str, float] | None = None, vocabulary: int | None = None) -> list[tuple[str, str]]:
+def make_sft_corpus(n: int, seed: int, broken_share: float = 0.5, mix: dict[str, float] | None = None,
+                    vocabulary: int | None = None, shape: str = "template",
+                    max_mistakes: int = 1) -> list[tuple[str, str]]:
     """``n`` (prompt, completion) pairs; a ``broken_share`` of the completions are corrupted,
-    with corruptions drawn by weight from ``mix`` (default :data:`SFT_MIX`).
+    with corruptions drawn by weight from ``mix`` (default :data:`SFT_MIX`), 1 to
+    ``max_mistakes`` of them in one completion (each at its own site).
 
     Why broken examples at all: a warm start on perfect code would leave a policy that already
     compiles almost always, and RL would have nothing to show. Mistakes in the corpus are the
@@ -116,14 +133,30 @@ def make_sft_corpus(n: int, seed: int, broken_share: float = 0.5,
     kinds = sorted(weights)
     pairs = []
     for _ in range(n):
-        example = make_example(rng, vocabulary)
+        example = make_example(rng, vocabulary, shape)
         completion = example.completion
         if rng.random() < broken_share:
-            kind = rng.choices(kinds, [weights[k] for k in kinds])[0]
-            completion = corrupt(kind, example, rng)
+            chosen = rng.choices(kinds, [weights[k] for k in kinds], k=rng.randint(1, max_mistakes))
+            completion = corrupt_many(chosen, example, rng)
         pairs.append((example.task.prompt, completion))
     return pairs
 
 
-__all__ = ["COMPONENT_NAMES", "CORRUPTIONS", "ReactExample", "WORDS", "fence", "instruction", "make_example",
-           "make_examples", "make_prompts", "make_sft_corpus", "write_jsonl"]
+def corrupt_many(kinds: list[str], example: ReactExample, rng: random.Random) -> str:
+    """``example``'s completion with each mistake of ``kinds`` that applies (a mistake whose
+    site the component lacks is skipped; truncation, which cuts the rest off, goes last)."""
+    kinds = sorted(dict.fromkeys(kinds), key=lambda k: CORRUPTIONS[k].whole_completion)
+    code = example.component.code
+    for kind in kinds:
+        corruption = CORRUPTIONS[kind]
+        if corruption.whole_completion:
+            return corruption.apply(fence(code), example.task.reference["spec"], rng)
+        try:
+            code = corruption.apply(code, example.task.reference["spec"], rng)
+        except (IndexError, ValueError, StopIteration):
+            continue
+    return fence(code)
+
+
+__all__ = ["COMPONENT_NAMES", "CORRUPTIONS", "ReactExample", "SHAPES", "WORDS", "corrupt", "corrupt_many", "fence",
+           "instruction", "make_example", "make_examples", "make_prompts", "make_sft_corpus", "write_jsonl"]
