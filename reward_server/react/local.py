@@ -167,9 +167,8 @@ def oracle(outcome: CompileOutcome, window: Window, reference: Optional[str] = N
             continue
         if i2 > i1:
             blamed.append((ours[i1][0], ours[i2 - 1][1]))
-        elif ours:  # something is missing here: blame the token the parser meets instead
-            k = min(i1, len(ours) - 1)
-            blamed.append(ours[k])
+        elif ours:  # something is missing here: blame the tokens on both sides of the gap
+            blamed.append((ours[max(0, i1 - 1)][0], ours[min(i1, len(ours) - 1)][1]))
     return _spans(outcome, blamed)
 
 
