@@ -1,33 +1,47 @@
-"""Convergence of BoT-GRPO against GRPO, GSPO, DAPO and PURE, from one warm start, same budget.
+"""Does token-level credit make learning faster? BoT-GRPO against GRPO, GSPO, DAPO and PURE.
 
-    python -m benchmarks.convergence --quick            # < 10 min on 2 cores: 1 seed, short runs
-    python -m benchmarks.convergence --out docs/results # full: 3 seeds, 40 steps (about an hour on 2 cores)
+    python -m benchmarks.convergence --quick                   # < 10 min on 2 cores: 1 seed, short runs
+    python -m benchmarks.convergence --out docs/results/convergence --jobs 2   # the full study
+    python -m benchmarks.convergence --out docs/results/convergence --report   # tables from finished runs
 
-Tasks: (a) React ``build`` with the spec check in the reward, (b) synthetic multi-step
-arithmetic scored by the math verifier (step checks + final answer). Every method starts from
-the same warm-started tiny policy of its task and gets the same steps, prompts and group size.
-Per method: steps to reach the pass-rate threshold on held-out prompts, final pass rate,
-final compile-and-spec rate (React: reward hacking shows there first), wall time; mean and
-spread over seeds. The reward-scheme ablation trains BoT-GRPO and GRPO on React with the
-``window`` token scheme and with ``uniform`` (no token information). Writes ``results.json``,
-``results.md`` and one plot per task to ``--out``.
+Two tasks, each from one warm start shared by every method and seed:
+
+* **react**: long components of named blocks (:mod:`trainer.tasks.react_blocks`, 15-30 lines)
+  from a warm start trained on mostly broken ones (up to two mistakes each), so it compiles a
+  minority of the held-out prompts; reward: ``build`` verdict mixed with the spec check;
+* **math**: multi-step arithmetic, every step checked, error propagation in the local signal.
+
+Every method gets the same rewards (sequence methods read the outcome ``R_i``, token methods
+the composed token rewards), steps, prompts, group size and evaluation: a fixed held-out set,
+evaluated every ``eval_every`` steps. Small groups and few prompts per step on purpose: that is
+where gradients are starved and token credit should pay. Ablations on the same seeds:
+``local_weight`` (w_s), BoT-GRPO's loss aggregation, an **oracle** local signal (the diff to the
+prompt's reference component: the ceiling of what token credit can buy here), and
+``num_iterations: 2`` (off-policy epochs, where GSPO's sequence ratio differs from GRPO's).
+
+Per run: steps to the threshold, area under the held-out pass curve, final pass and
+pass-and-spec; per row: means with bootstrap 95% intervals over seeds, and the ratio of GRPO's
+steps to BoT-GRPO's with its interval. Resumable: each finished run is a JSON file under
+``<out>/runs/`` and is skipped next time, so the study can run in parts.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import os
 import subprocess
 import time
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from trainer.demo import DemoSettings, prepare
+from benchmarks import convergence_report as report
 from trainer.tasks import arith
 from trainer.tasks.base import write_jsonl
 
-METHODS = ["bot_grpo", "grpo", "gspo", "dapo", "pure"]
+METHODS = ("bot_grpo", "grpo", "gspo", "dapo", "pure")
 
 
 @dataclass(frozen=True)
@@ -36,145 +50,225 @@ class Budget:
     steps: int
     eval_every: int
     eval_prompts: int
-    threshold: float
+    threshold: dict[str, float]
+    sft_steps: int
+    ablations: bool = True
 
 
-QUICK = Budget(seeds=1, steps=16, eval_every=8, eval_prompts=32, threshold=0.8)
-FULL = Budget(seeds=3, steps=40, eval_every=10, eval_prompts=64, threshold=0.8)
+FULL = Budget(seeds=5, steps=80, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.8}, sft_steps=1500)
+QUICK = Budget(seeds=1, steps=10, eval_every=5, eval_prompts=64, threshold={"react": 0.8, "math": 0.8}, sft_steps=300,
+               ablations=False)
 
 
-EASY_ARITH = {"max_operand": 9, "max_operations": 2, "operators": ("+", "-")}
+@dataclass(frozen=True)
+class Run:
+    """One training run: a row of the tables (``label``) for one seed."""
+
+    task: str
+    label: str
+    method: str
+    seed: int
+    options: dict[str, Any] = field(default_factory=dict)   # scorer options over the task's
+    config: dict[str, Any] = field(default_factory=dict)    # TrainConfig fields over the study's
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}-{self.label.replace(' ', '_').replace('=', '')}-s{self.seed}"
 
 
-def arith_setup(root: Path, seed: int = 0) -> dict[str, str]:
-    """Arithmetic prompts (two steps of single-digit addition and subtraction) and a tiny policy
-    warm-started on worked solutions, half of them with a wrong step or answer."""
+# --------------------------------------------------------------------------- the two tasks
+@dataclass(frozen=True)
+class Setting:
+    prepare: Callable[[Path, Budget], dict[str, str]]
+    options: dict[str, Any]
+    max_new_tokens: int
+    ablations: tuple[tuple[str, str, dict, dict], ...]   # (label, method, options, config)
+
+
+def react_setup(root: Path, budget: Budget) -> dict[str, str]:
+    from trainer.demo import DemoSettings, prepare
+
+    settings = DemoSettings(out_dir=str(root / "react"), shape="blocks", broken_share=0.85, max_mistakes=2,
+                            eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps, sft_max_seconds=1800)
+    return prepare(settings)
+
+
+ARITH = {"max_operand": 9, "max_operations": 4, "operators": ("+", "-")}
+
+
+def math_setup(root: Path, budget: Budget) -> dict[str, str]:
+    """Arithmetic prompts (two to four steps of single-digit addition and subtraction) and a
+    tiny policy warm-started on worked solutions, most of them with a wrong step or answer."""
     from trainer.sft import build_tiny_policy, sft
 
-    warm = root / "arith-warm"
-    paths = {"model": str(warm / "model"), "dataset": str(root / "arith-train.jsonl"),
-             "eval_dataset": str(root / "arith-eval.jsonl")}
-    write_jsonl(paths["dataset"], arith.make_prompts(2000, seed + 1, **EASY_ARITH))
-    write_jsonl(paths["eval_dataset"], arith.make_prompts(128, seed + 2, **EASY_ARITH))
+    warm = root / "math" / f"warm-{budget.sft_steps}"
+    paths = {"model": str(warm / "model"), "dataset": str(root / "math" / "train.jsonl"),
+             "eval_dataset": str(root / "math" / "eval.jsonl")}
+    write_jsonl(paths["dataset"], arith.make_prompts(2000, 1, **ARITH))
+    write_jsonl(paths["eval_dataset"], arith.make_prompts(budget.eval_prompts, 2, **ARITH))
     if not (warm / "done.json").exists():
-        pairs = arith.make_sft_corpus(6000, seed, broken_share=0.5, **EASY_ARITH)
-        build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=seed, vocab_size=600)
-        metrics = sft(warm / "model", pairs, max_steps=1200, max_seconds=300, seed=seed)
+        pairs = arith.make_sft_corpus(6000, 0, broken_share=0.7, **ARITH)
+        build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=0, vocab_size=600)
+        metrics = sft(warm / "model", pairs, max_steps=budget.sft_steps, max_seconds=1800, seed=0)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths
 
 
-def train_one(paths: dict[str, str], out: Path, task: str, method: str, seed: int, budget: Budget,
-              task_options: dict[str, Any]) -> dict[str, Any]:
+def _weights(method: str = "bot_grpo") -> tuple:
+    return tuple((f"{method} w_s={w}", method, {"local_weight": w}, {}) for w in (0.0, 0.1, 1.0))
+
+
+SETTINGS: dict[str, Setting] = {
+    "react": Setting(react_setup, {"level": "build", "spec_weight": 0.5}, 320, _weights() + (
+        ("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"aggregation": "seq-mean-token-mean"}),
+        ("bot_grpo oracle", "bot_grpo", {"local": "oracle"}, {}),
+        ("bot_grpo iters=2", "bot_grpo", {}, {"num_iterations": 2}),
+        ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
+        ("gspo iters=2", "gspo", {}, {"num_iterations": 2}),
+    )),
+    "math": Setting(math_setup, {}, 96, _weights() + (
+        ("bot_grpo no propagation", "bot_grpo", {"error_propagation": False}, {}),
+        ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
+        ("gspo iters=2", "gspo", {}, {"num_iterations": 2}),
+    )),
+}
+
+
+def plan(tasks: list[str], methods: list[str], budget: Budget) -> list[Run]:
+    runs = [Run(task, method, method, seed) for task in tasks for method in methods for seed in range(budget.seeds)]
+    if budget.ablations:
+        runs += [Run(task, label, method, seed, options, config) for task in tasks
+                 for label, method, options, config in SETTINGS[task].ablations for seed in range(budget.seeds)]
+    return runs
+
+
+# --------------------------------------------------------------------------- one run
+def train_one(run: Run, paths: dict[str, str], out: Path, budget: Budget, threads: int) -> dict[str, Any]:
+    """Train ``run`` from the warm start at ``paths``; its record (also written to ``out``)."""
+    import torch
+
     from trainer.config import TrainConfig
     from trainer.loop import Trainer
 
-    cfg = TrainConfig(**paths, output_dir=str(out), task=task, task_options=task_options, method=method, seed=seed,
-                      steps=budget.steps, eval_every=budget.eval_every, eval_prompts=budget.eval_prompts,
-                      group_size=8, prompts_per_step=8, lr=2e-4, micro_batch_size=32,
-                      sampling={"max_new_tokens": 200 if task == "react" else 96}, progress=False, tensorboard=False)
+    torch.set_num_threads(threads)
+    setting = SETTINGS[run.task]
+    values = dict(paths, output_dir=str(out.with_suffix("")), task=run.task,
+                  task_options={**setting.options, **run.options}, method=run.method, seed=run.seed,
+                  steps=budget.steps, eval_every=budget.eval_every, eval_prompts=budget.eval_prompts,
+                  group_size=4, prompts_per_step=8, lr=2e-4, micro_batch_size=32,
+                  sampling={"max_new_tokens": setting.max_new_tokens}, progress=False, tensorboard=False, plot=False)
+    values.update(run.config)
     started = time.perf_counter()
-    trainer = Trainer(cfg)
+    trainer = Trainer(TrainConfig(**values))
     try:
         trainer.train()
     finally:
         trainer.close()
-    evals = [{k: e.get(k) for k in ("step", "pass_rate", "spec_rate", "reward_mean")} for e in trainer.evals]
-    reached = next((e["step"] for e in evals if e["pass_rate"] >= budget.threshold), None)
-    return {"task": task, "method": method, "seed": seed, "options": task_options, "evals": evals,
-            "steps_to_threshold": reached, "final_pass_rate": evals[-1]["pass_rate"],
-            "final_spec_rate": evals[-1]["spec_rate"], "seconds": time.perf_counter() - started}
+    record = {**asdict(run), "key": run.key, "evals": [{k: e.get(k) for k in ("step", "pass_rate", "spec_rate")}
+                                                       for e in trainer.evals],
+              "seconds": time.perf_counter() - started, "threads": threads, "commit": _commit()}
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(out)  # a run is either finished and kept, or absent
+    return record
 
 
-def _stat(values: list[Optional[float]]) -> str:
-    got = [v for v in values if v is not None]
-    if not got:
-        return "-"
-    if len(got) == 1:
-        return f"{got[0]:.2f}"
-    return f"{statistics.mean(got):.2f} ± {statistics.stdev(got):.2f}" + ("" if len(got) == len(values) else f" ({len(got)}/{len(values)})")
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
-def table(runs: list[dict[str, Any]], budget: Budget) -> str:
-    rows = ["| task | method | token scheme | steps to " f"{budget.threshold:.0%}" " | final pass | final pass & spec | seconds |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
-    keys = sorted({(r["task"], r["method"], r["options"].get("scheme", "-")) for r in runs},
-                  key=lambda k: (k[0], k[2] != "window", METHODS.index(k[1])))
-    for task, method, scheme in keys:
-        group = [r for r in runs if (r["task"], r["method"], r["options"].get("scheme", "-")) == (task, method, scheme)]
-        reached = [r["steps_to_threshold"] for r in group]
-        steps = _stat([float(s) for s in reached if s is not None]) if any(s is not None for s in reached) else "not reached"
-        if any(s is None for s in reached) and steps != "not reached":
-            steps += f" ({sum(s is not None for s in reached)}/{len(reached)} seeds)"
-        rows.append(f"| {task} | {method} | {scheme} | {steps} | {_stat([r['final_pass_rate'] for r in group])} | "
-                    f"{_stat([r['final_spec_rate'] for r in group])} | {_stat([r['seconds'] for r in group])} |")
-    return "\n".join(rows)
+# --------------------------------------------------------------------------- the study
+def run_study(runs: list[Run], root: Path, budget: Budget, jobs: int, threads: int) -> None:
+    setups = {task: SETTINGS[task].prepare(root, budget) for task in sorted({r.task for r in runs})}
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    todo = [r for r in runs if not (root / "runs" / f"{r.key}.json").exists()]
+    print(f"{len(runs) - len(todo)} of {len(runs)} runs already done; {len(todo)} to go ({jobs} at a time)", flush=True)
+    started = time.perf_counter()
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), max_tasks_per_child=1) as pool:
+        futures = {pool.submit(train_one, r, setups[r.task], root / "runs" / f"{r.key}.json", budget, threads): r
+                   for r in todo}
+        for n, future in enumerate(as_completed(futures), 1):
+            record = future.result()
+            final = record["evals"][-1]["pass_rate"]
+            print(f"[{n}/{len(todo)}] {record['key']}: final pass {final:.3f} in {record['seconds']:.0f} s "
+                  f"({time.perf_counter() - started:.0f} s so far)", flush=True)
 
 
-def plot(runs: list[dict[str, Any]], task: str, out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for method in METHODS:
-        group = [r for r in runs if r["task"] == task and r["method"] == method and r["options"].get("scheme", "window") == "window"]
-        if not group:
-            continue
-        steps = [e["step"] for e in group[0]["evals"]]
-        curves = [[e["pass_rate"] for e in r["evals"]] for r in group]
-        mean = [statistics.mean(c[i] for c in curves) for i in range(len(steps))]
-        ax.plot(steps, mean, marker="o", label=method, lw=2 if method == "bot_grpo" else 1.2)
-        if len(curves) > 1:
-            ax.fill_between(steps, [min(c[i] for c in curves) for i in range(len(steps))],
-                            [max(c[i] for c in curves) for i in range(len(steps))], alpha=0.15)
-    ax.set_xlabel("step")
-    ax.set_ylabel("held-out pass rate" + (" (compiles at build)" if task == "react" else " (answer correct)"))
-    ax.set_title(f"{task}: mean over seeds (band: min-max)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / f"convergence-{task}.png", dpi=110)
-    plt.close(fig)
+def load_runs(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((root / "runs").glob("*.json"))]
 
 
-def main(argv=None) -> None:
+def write_report(root: Path, budget: Budget, command: str) -> str:
+    """Tables, the GRPO / BoT-GRPO ratio, plots and ``results.json`` from the finished runs."""
+    records = load_runs(root)
+    parts, summary = [f"Command: `{command}`", ""], {}
+    for task in sorted({r["task"] for r in records}):
+        threshold = budget.threshold[task]
+        mine = [r for r in records if r["task"] == task]
+        labels = list(dict.fromkeys(r["label"] for r in sorted(mine, key=lambda r: _order(r["label"]))))
+        groups = {label: [r for r in mine if r["label"] == label] for label in labels}
+        start = groups[labels[0]][0]["evals"][0]["pass_rate"]
+        seconds = sum(r["seconds"] for r in mine)
+        parts += [f"## {task}", "", f"Warm start: held-out pass rate {start:.3f} at step 0. "
+                  f"{len(mine)} runs, {seconds / 3600:.1f} h of run time "
+                  f"(commits {', '.join(sorted({r['commit'] for r in mine}))}).", "",
+                  report.table(groups, threshold, budget.steps, budget.eval_every), ""]
+        ratio = _speedup(groups, threshold, budget)
+        if ratio is not None:
+            est, low, high = ratio
+            parts += [f"**GRPO / BoT-GRPO steps to {threshold:.0%}: {est:.2f}x** (95% bootstrap interval "
+                      f"[{low:.2f}, {high:.2f}]; > 1 means BoT-GRPO gets there sooner).", ""]
+        summary[task] = {label: report.summarise(g, threshold, budget.steps, budget.eval_every)
+                         for label, g in groups.items()}
+        summary[task]["grpo_over_bot_grpo_steps"] = ratio
+        main = {k: v for k, v in groups.items() if k in METHODS}
+        report.plot(main, f"{task}: held-out pass rate, mean over seeds (band: 95% bootstrap)",
+                    "held-out pass rate", root / f"convergence-{task}.png")
+        ablations = {k: v for k, v in groups.items() if k.startswith("bot_grpo")}
+        report.plot(ablations, f"{task}: BoT-GRPO ablations", "held-out pass rate", root / f"ablations-{task}.png")
+    text = "\n".join(parts)
+    (root / "results.md").write_text(text + "\n")
+    (root / "results.json").write_text(json.dumps({"command": command, "budget": asdict(budget), "summary": summary,
+                                                   "runs": records}, indent=1))
+    return text
+
+
+def _speedup(groups, threshold: float, budget: Budget) -> Optional[tuple[float, float, float]]:
+    if "grpo" not in groups or "bot_grpo" not in groups:
+        return None
+    steps = {m: [report.censored_steps(r["evals"], threshold, budget.steps, budget.eval_every) for r in groups[m]]
+             for m in ("grpo", "bot_grpo")}
+    return report.ratio_ci(steps["grpo"], steps["bot_grpo"])
+
+
+def _order(label: str) -> tuple[int, str]:
+    return (METHODS.index(label) if label in METHODS else len(METHODS), label)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="1 seed, short runs: under 10 minutes on 2 cores")
+    p.add_argument("--quick", action="store_true", help="1 seed, 10 steps, no ablations: under 10 minutes on 2 cores")
     p.add_argument("--out", type=Path, default=Path("runs/convergence"))
-    p.add_argument("--tasks", nargs="+", default=["react", "math"])
-    p.add_argument("--methods", nargs="+", default=METHODS)
-    p.add_argument("--no-ablation", action="store_true")
+    p.add_argument("--tasks", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--seeds", type=int, default=None, help="override the budget's number of seeds")
+    p.add_argument("--no-ablations", action="store_true")
+    p.add_argument("--jobs", type=int, default=1, help="runs in parallel (each in its own process)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads per run (default: cores / jobs)")
+    p.add_argument("--report", action="store_true", help="only rebuild the tables from finished runs")
     args = p.parse_args(argv)
     budget = QUICK if args.quick else FULL
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    args.out.mkdir(parents=True, exist_ok=True)
-    setups = {}
-    if "react" in args.tasks:
-        setups["react"] = (prepare(DemoSettings(out_dir=str(args.out / "react-warm"), eval_prompts=budget.eval_prompts)),
-                           {"level": "build", "spec_weight": 0.5, "scheme": "window"})
-    if "math" in args.tasks:
-        setups["math"] = (arith_setup(args.out), {})
-    plan = [(task, method, seed, options) for task, (_, options) in setups.items()
-            for method in args.methods for seed in range(budget.seeds)]
-    if "react" in setups and not args.no_ablation:
-        plan += [("react", m, seed, {**setups["react"][1], "scheme": "uniform"})
-                 for m in ("bot_grpo", "grpo") for seed in range(budget.seeds)]
-    runs = []
-    for i, (task, method, seed, options) in enumerate(plan, 1):
-        run_dir = args.out / "runs" / f"{task}-{method}-{options.get('scheme', 'na')}-s{seed}"
-        print(f"[{i}/{len(plan)}] {task} {method} {options.get('scheme', '')} seed {seed}", flush=True)
-        runs.append(train_one(setups[task][0], run_dir, task, method, seed, budget, options))
-        print(f"    final pass {runs[-1]['final_pass_rate']:.3f}  spec {runs[-1]['final_spec_rate']}  "
-              f"{runs[-1]['seconds']:.0f} s", flush=True)
+    if args.seeds is not None or args.no_ablations:
+        from dataclasses import replace
+        budget = replace(budget, seeds=args.seeds or budget.seeds, ablations=budget.ablations and not args.no_ablations)
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
     command = "python -m benchmarks.convergence" + (" --quick" if args.quick else "") + f" --out {args.out}"
-    md = table(runs, budget)
-    (args.out / "results.json").write_text(json.dumps({"budget": budget.__dict__, "commit": commit, "command": command,
-                                                       "runs": runs}, indent=2))
-    (args.out / "results.md").write_text(f"Command: `{command}` (commit {commit})\n\n{md}\n")
-    for task in setups:
-        plot(runs, task, args.out)
-    print(md)
+    started = time.perf_counter()
+    if not args.report:
+        run_study(plan(args.tasks, args.methods, budget), args.out, budget, args.jobs, threads)
+    print(write_report(args.out, budget, command))
+    print(f"\nwall time {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

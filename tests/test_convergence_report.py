@@ -1,0 +1,49 @@
+"""The convergence study's statistics, on hand-computed cases."""
+import math
+
+import pytest
+
+from benchmarks import convergence_report as r
+from benchmarks.convergence import FULL, QUICK, SETTINGS, plan
+
+
+def curve(*points):
+    return [{"step": s, "pass_rate": p, "spec_rate": None} for s, p in points]
+
+
+def test_steps_to_threshold_and_censoring():
+    evals = curve((0, 0.3), (5, 0.6), (10, 0.85), (15, 0.7))
+    assert r.steps_to_threshold(evals, 0.8) == 10
+    assert r.steps_to_threshold(evals, 0.9) is None
+    assert r.censored_steps(evals, 0.9, budget=80, every=5) == 85.0
+
+
+def test_area_under_curve_is_the_trapezoid_mean():
+    # (0.2 + 0.4) / 2 * 5 + (0.4 + 1.0) / 2 * 5 = 1.5 + 3.5 = 5.0 over 10 steps
+    assert r.area_under_curve(curve((0, 0.2), (5, 0.4), (10, 1.0))) == pytest.approx(0.5)
+
+
+def test_bootstrap_interval_brackets_the_mean_and_is_deterministic():
+    values = [0.2, 0.4, 0.5, 0.7, 0.9]
+    est, low, high = r.bootstrap_ci(values)
+    assert est == pytest.approx(0.54) and low < est < high
+    assert r.bootstrap_ci(values) == (est, low, high)
+    assert math.isnan(r.bootstrap_ci([0.3])[1])
+    assert r.bootstrap_ci([0.5] * 5) == (0.5, 0.5, 0.5)
+
+
+def test_ratio_interval():
+    est, low, high = r.ratio_ci([40, 45, 50], [20, 25, 30])
+    assert est == pytest.approx(45 / 25) and low < est < high
+    assert low > 1.0  # clearly separated samples
+
+
+def test_plan_covers_methods_seeds_and_ablations():
+    runs = plan(["react", "math"], ["bot_grpo", "grpo"], FULL)
+    keys = [run.key for run in runs]
+    assert len(keys) == len(set(keys))
+    assert sum(run.label == "grpo" and run.task == "react" for run in runs) == FULL.seeds >= 5
+    labels = {run.label for run in runs if run.task == "react"}
+    assert {"bot_grpo w_s=0.0", "bot_grpo oracle", "gspo iters=2", "bot_grpo seq-mean-token-mean"} <= labels
+    assert {label for label, *_ in SETTINGS["math"].ablations} <= {run.label for run in runs if run.task == "math"}
+    assert all(run.label in ("bot_grpo", "grpo") for run in plan(["react"], ["bot_grpo", "grpo"], QUICK))
