@@ -5,6 +5,17 @@ Failure policy: when a batch fails as a whole we cannot tell which file caused i
 an oversized response, which carries its id), so the worker is restarted and each unanswered
 job is re-run alone. A solo job that fails again gets ``timed_out``/``crashed`` set. This costs
 one extra timeout for a pathological file but never fails innocent neighbours.
+
+Poisoned workers: a worker whose compiler service died (esbuild's Go process out of memory,
+tsgo unable to check a known-good file) answers with ``poisoned`` instead of a verdict, for
+that request and every later one. The dispatcher replaces it at once and re-runs those jobs
+alone on the fresh worker; a job that poisons the fresh worker too gets a failing, ``crashed``
+result naming the reason ("Compiler ran out of memory on this input"). No verdict ever comes
+from a poisoned service.
+
+Totality: nothing a job contains can end a dispatcher thread or leave a future unresolved.
+Any exception while running a batch becomes a failing result for the jobs it left open, the
+worker is replaced (its state is unknown), and the loop goes on.
 """
 
 from __future__ import annotations
@@ -14,11 +25,13 @@ import logging
 import queue
 import threading
 import time
-from concurrent.futures import Future
+from collections import Counter
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox import isolation as iso
+from sandbox.launcher import NODE_DIR
 from sandbox.results import CompileResult, failure, from_response
 from sandbox.worker_process import (
     ResponseTooLarge,
@@ -31,6 +44,24 @@ log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 15.0
 _RESTART_BACKOFF_S = 0.5
+COUNTERS = ("restarts", "poisoned", "timeouts", "crashes", "too_large", "recycled",
+            "spawn_failures", "dispatcher_errors")
+
+
+class PoolStats:
+    """Thread-safe event counters shared by a pool's dispatchers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += n
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {name: self._counts[name] for name in COUNTERS}
 
 
 @dataclass
@@ -48,8 +79,19 @@ class Job:
                 "allow": list(self.allow), **self.extra}
 
     def resolve(self, result: CompileResult) -> None:
-        if not self.future.done():
-            self.future.set_result(result)
+        try:
+            if not self.future.done():
+                self.future.set_result(result)
+        except InvalidStateError:  # cancelled (or resolved) by someone else meanwhile
+            pass
+
+
+def _poison_reason(signals: frozenset[str], worker_reason: str) -> str:
+    if "out_of_memory" in signals:
+        return "Compiler ran out of memory on this input"
+    if "stack_overflow" in signals:
+        return "Compiler ran out of stack on this input (nested too deeply)"
+    return f"Compiler failed on this input ({worker_reason[:200]})"
 
 
 class WorkerSlot:
@@ -58,7 +100,7 @@ class WorkerSlot:
     def __init__(self, name: str, jobs: "queue.Queue[Job | None]", layers: frozenset[str],
                  config: iso.IsolationConfig, timeout_s: float, *, max_response_bytes: int,
                  max_batch: int, max_requests_per_worker: int,
-                 extra_env: dict[str, str]) -> None:
+                 extra_env: dict[str, str], stats: PoolStats | None = None) -> None:
         self.name = name
         self._jobs = jobs
         self._layers = layers
@@ -68,10 +110,12 @@ class WorkerSlot:
         self._max_batch = max_batch
         self._max_requests = max_requests_per_worker
         self._extra_env = extra_env
+        self._stats = stats or PoolStats()
         self._ids = itertools.count()
         self._worker: WorkerProcess | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        self._spawn_failed = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -89,13 +133,19 @@ class WorkerSlot:
             self._worker.kill()
 
     def healthy(self) -> bool:
-        worker = self._worker
+        """The slot can serve: its dispatcher runs and its last worker start did not fail.
+        A worker being replaced (after a crash, a timeout or a poisoned service) counts as
+        healthy: jobs wait for the fresh worker, which starts within a fraction of a second."""
         thread_ok = self._thread is not None and self._thread.is_alive()
-        return thread_ok and worker is not None and worker.alive()
+        return thread_ok and not self._spawn_failed
 
     def pid(self) -> int | None:
         worker = self._worker
         return worker.pid if worker is not None and worker.alive() else None
+
+    def scratch_dir(self) -> str | None:
+        worker = self._worker
+        return worker.host_tmp if worker is not None else None
 
     def _spawn(self) -> WorkerProcess:
         worker = WorkerProcess(self._layers, self._config,
@@ -103,29 +153,45 @@ class WorkerSlot:
                                extra_env=self._extra_env)
         try:
             worker.wait_ready(READY_TIMEOUT_S)
-        except WorkerError:
+        except BaseException:
             worker.kill()
             raise
         return worker
 
-    def _restart(self, reason: str) -> None:
+    def _discard_worker(self, reason: str) -> frozenset[str]:
+        """Kill the current worker (counted as a restart); return what its stderr showed."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return frozenset()
         log.warning("%s: restarting node worker (%s)", self.name, reason)
-        if self._worker is not None:
-            self._worker.kill()
-        self._worker = None
+        self._stats.add("restarts")
+        try:
+            worker.kill()
+        except Exception:  # noqa: BLE001 - a failed kill must not stop the replacement
+            log.exception("%s: killing the worker failed", self.name)
+        return worker.stderr_signals()
+
+    def _restart(self, reason: str) -> frozenset[str]:
+        signals = self._discard_worker(reason)
         self._ensure_worker()
+        return signals
 
     def _ensure_worker(self) -> WorkerProcess | None:
         """Return a live worker, replacing a dead one; None if a new one cannot start."""
         if self._worker is not None and self._worker.alive():
             return self._worker
         if self._worker is not None:
-            self._worker.kill()
-            self._worker = None
+            self._stats.add("crashes")
+            self._discard_worker("worker exited")
+        if self._stopping.is_set():
+            return None
         try:
             self._worker = self._spawn()
-        except (OSError, WorkerError) as error:
+            self._spawn_failed = False
+        except Exception as error:  # noqa: BLE001 - OSError, WorkerError, a bad launcher, ...
             log.error("%s: node worker failed to start: %s", self.name, error)
+            self._stats.add("spawn_failures")
+            self._spawn_failed = True
             time.sleep(_RESTART_BACKOFF_S)
         return self._worker
 
@@ -136,11 +202,27 @@ class WorkerSlot:
             try:
                 job = self._jobs.get(timeout=0.25)
             except queue.Empty:
-                self._ensure_worker()  # notice workers killed while idle, restart them early
+                self._guarded(self._ensure_worker, [])  # replace workers killed while idle, early
                 continue
             if job is None:
                 return
-            self._run(self._fill_batch(job))
+            batch = self._fill_batch(job)
+            self._guarded(lambda: self._run(batch), batch)
+
+    def _guarded(self, action, batch: list[Job]) -> None:
+        """Run ``action``; an exception fails the batch's open jobs, never the thread."""
+        try:
+            action()
+        except Exception as error:  # noqa: BLE001 - a dispatcher must outlive any one batch
+            log.exception("%s: internal error while dispatching", self.name)
+            self._stats.add("dispatcher_errors")
+            message = f"Internal sandbox error ({type(error).__name__})"
+            for job in batch:
+                job.resolve(failure(job.code, message, crashed=True))
+            try:
+                self._restart("internal dispatcher error")
+            except Exception:  # noqa: BLE001
+                log.exception("%s: restart after an internal error failed", self.name)
 
     def _fill_batch(self, first: Job) -> list[Job]:
         batch = [first]
@@ -155,7 +237,28 @@ class WorkerSlot:
             batch.append(job)
         return batch
 
-    def _run(self, batch: list[Job]) -> None:
+    def _redactions(self, worker: WorkerProcess | None) -> tuple[tuple[str, str], ...]:
+        paths = [(str(NODE_DIR), "<sandbox>")]
+        if worker is not None and worker.host_tmp:
+            paths.insert(0, (worker.host_tmp, "<tmp>"))
+        return tuple(paths)
+
+    def _convert(self, job: Job, response: dict[str, Any], elapsed: float,
+                 worker: WorkerProcess | None) -> CompileResult:
+        try:
+            return from_response(job.code, response, elapsed, self._redactions(worker))
+        except Exception as error:  # noqa: BLE001 - a malformed response fails its job only
+            log.exception("%s: could not convert a worker response", self.name)
+            self._stats.add("dispatcher_errors")
+            return failure(job.code, f"Internal sandbox error ({type(error).__name__})", elapsed,
+                           crashed=True)
+
+    def _run(self, batch: list[Job], *, retry: bool = False) -> None:
+        """Run ``batch``; ``retry`` marks a job re-run alone after a failure of its first run."""
+        if self._stopping.is_set():
+            for job in batch:
+                job.resolve(failure(job.code, "Compile pool closed", crashed=True))
+            return
         worker = self._ensure_worker()
         if worker is None:
             for job in batch:
@@ -169,34 +272,65 @@ class WorkerSlot:
                                         idle_timeout_s=self._timeout_s,
                                         total_timeout_s=total_timeout)
         except WorkerError as error:
-            self._recover(by_id, error, time.monotonic() - started)
+            self._recover(by_id, error, time.monotonic() - started, retry)
             return
         elapsed = time.monotonic() - started
+        poisoned: list[tuple[Job, str]] = []
         for request_id, job in by_id.items():
-            job.resolve(from_response(job.code, responses[request_id], elapsed))
-        if worker.requests_served >= self._max_requests:
+            response = responses[request_id]
+            if response.get("poisoned"):
+                poisoned.append((job, str(response["poisoned"])))
+            else:
+                job.resolve(self._convert(job, response, elapsed, worker))
+        if poisoned:
+            self._after_poisoning(poisoned, elapsed, retry)
+        elif worker.requests_served >= self._max_requests:
+            self._stats.add("recycled")
             self._restart("request budget reached")  # keeps RLIMIT_CPU a distant backstop
 
-    def _recover(self, by_id: dict[str, Job], error: WorkerError, elapsed: float) -> None:
-        self._restart(str(error))
+    def _after_poisoning(self, poisoned: list[tuple[Job, str]], elapsed: float, retry: bool) -> None:
+        self._stats.add("poisoned")
+        # The replacement starts when the next job needs it (a re-run below, or the idle
+        # loop), so a failing answer does not wait for a worker start.
+        signals = self._discard_worker(f"compiler service failed: {poisoned[0][1][:200]}")
+        for job, worker_reason in poisoned:
+            if retry:  # it poisoned a fresh worker on its own: it is the input
+                job.resolve(failure(job.code, _poison_reason(signals, worker_reason), elapsed,
+                                    crashed=True))
+            else:
+                self._run([job], retry=True)
+
+    def _recover(self, by_id: dict[str, Job], error: WorkerError, elapsed: float,
+                 retry: bool) -> None:
+        if isinstance(error, WorkerTimeout):
+            self._stats.add("timeouts")
+        elif isinstance(error, ResponseTooLarge):
+            self._stats.add("too_large")
+        else:
+            self._stats.add("crashes")
+        signals = self._discard_worker(str(error))  # replaced by the next _ensure_worker()
         for request_id, response in error.responses.items():
-            job = by_id.pop(request_id, None)
-            if job is not None:
-                job.resolve(from_response(job.code, response, elapsed))
+            job = by_id.get(request_id)
+            if job is not None and not response.get("poisoned"):
+                del by_id[request_id]
+                job.resolve(self._convert(job, response, elapsed, None))
         if isinstance(error, ResponseTooLarge) and error.request_id in by_id:
             job = by_id.pop(error.request_id)
             job.resolve(failure(job.code, f"Compiler output too large: {error}", elapsed))
-        if len(by_id) == 1:
-            (job,) = by_id.values()
-            job.resolve(self._failure_for(job, error, elapsed))
+        if len(by_id) == 1 or retry:
+            for job in by_id.values():
+                job.resolve(self._failure_for(job, error, elapsed, signals))
             return
         for job in by_id.values():
-            self._run([job])
+            self._run([job], retry=True)
 
-    def _failure_for(self, job: Job, error: WorkerError, elapsed: float) -> CompileResult:
+    def _failure_for(self, job: Job, error: WorkerError, elapsed: float,
+                     signals: frozenset[str]) -> CompileResult:
         if isinstance(error, WorkerTimeout):
             return failure(job.code, f"Compilation timed out after {self._timeout_s:.1f}s",
                            elapsed, timed_out=True)
         if isinstance(error, ResponseTooLarge):
             return failure(job.code, f"Compiler output too large: {error}", elapsed)
+        if signals:
+            return failure(job.code, _poison_reason(signals, str(error)), elapsed, crashed=True)
         return failure(job.code, f"Compiler worker crashed: {error}", elapsed, crashed=True)

@@ -107,7 +107,10 @@ def _environment(layers: frozenset[str], tmp: str, extra_env: dict[str, str]) ->
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp}
     else:
         env = dict(os.environ)
-    env.update({"TMPDIR": tmp, "BOTGRPO_SANDBOX_TMP": tmp})
+    # GOTRACEBACK=none: a dying esbuild/tsgo prints its one-line reason ("fatal error: runtime:
+    # out of memory") instead of thousands of goroutine frames, so the reason stays in the
+    # stderr tail the pool keeps.
+    env.update({"TMPDIR": tmp, "BOTGRPO_SANDBOX_TMP": tmp, "GOTRACEBACK": "none"})
     env.update(extra_env)
     return env
 

@@ -8,8 +8,9 @@ Spawning a compiler per file costs 50-100 ms; a warm worker answers a build in ~
 typecheck in ~3 ms amortised (it batches files into one native tsgo run). Jobs go into one
 shared queue; each worker has a dispatcher thread that takes up to ``max_batch`` jobs at a
 time (so idle workers pick up work first and the worker can batch typechecks). Any worker
-failure (crash, timeout, oversized response) kills the worker's process group, restarts it
-and re-runs the unanswered jobs of that batch one by one, so only the guilty file fails.
+failure (crash, timeout, oversized response, a compiler service that died: "poisoned") kills
+the worker's process group, restarts it and re-runs the unanswered jobs of that batch one by
+one, so only the guilty file fails; ``stats()`` counts these events.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from concurrent.futures import Future
 from typing import Iterable, Sequence
 
 from sandbox import isolation as iso
-from sandbox.dispatcher import Job, WorkerSlot
+from sandbox.dispatcher import Job, PoolStats, WorkerSlot
 from sandbox.results import CompileResult, Diagnostic, failure
+from sandbox.scratch import sweep_stale
 
 __all__ = ["NodePool", "CompileResult", "Diagnostic", "LEVELS", "IsolationConfig"]
 
@@ -53,11 +55,18 @@ class NodePool:
         self.timeout_s = timeout_s
         self.isolation = isolation or iso.IsolationConfig()
         self.max_code_bytes = max_code_bytes
+        # One tsgo run may take this long before the worker kills it and re-runs its batch
+        # without the slow file; below timeout_s, so the worker answers before we give up on it.
+        extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(max(500, int(timeout_s * 600)))}
+        if enable_debug_levels:
+            extra_env["BOTGRPO_SANDBOX_DEBUG"] = "1"
+        self._stats = PoolStats()
         self._slot_options = dict(
             max_response_bytes=max_response_bytes,
             max_batch=max_batch,
             max_requests_per_worker=max_requests_per_worker,
-            extra_env={"BOTGRPO_SANDBOX_DEBUG": "1"} if enable_debug_levels else {},
+            extra_env=extra_env,
+            stats=self._stats,
         )
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._slots: list[WorkerSlot] = []
@@ -75,6 +84,7 @@ class NodePool:
             if self._slots:
                 return self
             layers = iso.resolve_layers(self.isolation)
+            sweep_stale()  # scratch dirs of killed servers
             slots = [
                 WorkerSlot(f"node-{i}", self._jobs, layers, self.isolation, self.timeout_s,
                            **self._slot_options)
@@ -115,8 +125,22 @@ class NodePool:
         self.close()
 
     def healthy(self) -> bool:
-        """True when the pool is open and every worker process is up."""
+        """True when the pool is open and can serve: every dispatcher runs and every worker
+        is up. False while a worker cannot be (re)started or after a dispatcher died."""
         return bool(self._slots) and not self._closed and all(s.healthy() for s in self._slots)
+
+    def stats(self) -> dict[str, int]:
+        """Workers, live workers, queued jobs and event counters: ``restarts`` (workers
+        replaced), ``poisoned`` (a compiler service died: the worker gave no more verdicts),
+        ``timeouts``, ``crashes``, ``too_large``, ``recycled`` (request budget),
+        ``spawn_failures`` and ``dispatcher_errors`` (internal errors turned into results)."""
+        alive = sum(1 for slot in self._slots if slot.pid() is not None)
+        return {"workers": self.size, "alive": alive, "queued": self._jobs.qsize(),
+                **self._stats.snapshot()}
+
+    def scratch_dirs(self) -> list[str]:
+        """Host scratch directories of the live workers (none under bubblewrap)."""
+        return [d for d in (slot.scratch_dir() for slot in self._slots) if d]
 
     def active_layers(self) -> frozenset[str]:
         """Isolation layers the workers run with (starts the pool if needed)."""
@@ -144,9 +168,20 @@ class NodePool:
         elif len(code.encode("utf-8", "surrogatepass")) > self.max_code_bytes:
             job.resolve(failure(code, f"Input exceeds the {self.max_code_bytes}-byte limit"))
         else:
-            self.start()
-            self._jobs.put(job)
+            self._enqueue(job)
         return future
+
+    def _enqueue(self, job: Job) -> None:
+        try:
+            self.start()
+        except RuntimeError:
+            if not self._closed:  # a configuration error (e.g. IsolationUnavailable): raise it
+                raise
+        with self._lock:  # close() cannot slip between the check and the put
+            if not self._closed:
+                self._jobs.put(job)
+                return
+        job.resolve(failure(job.code, "Compile pool closed", crashed=True))
 
     def compile(self, code: str, level: str = "build", allow: Iterable[str] = ()) -> CompileResult:
         return self.submit(code, level, allow).result()
@@ -168,9 +203,9 @@ class NodePool:
         futures = [asyncio.wrap_future(self.submit(code, level, allow)) for code in codes]
         return list(await asyncio.gather(*futures))
 
-    def _debug(self, level: str, **fields: object) -> Future:
-        """Test hook: send a debug level (needs ``enable_debug_levels=True``)."""
+    def _debug(self, level: str, code: str = "", **fields: object) -> Future:
+        """Test hook: send a debug level, or a real level with debug fields such as
+        ``debug_tsgo="fail"`` (needs ``enable_debug_levels=True``)."""
         future: Future = Future()
-        self.start()
-        self._jobs.put(Job(code="", level=level, allow=(), future=future, extra=dict(fields)))
+        self._enqueue(Job(code=code, level=level, allow=(), future=future, extra=dict(fields)))
         return future

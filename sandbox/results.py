@@ -9,8 +9,13 @@ converted offset so they agree with ``code.splitlines()``.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
+
+MAX_MESSAGE_CHARS = 1000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -72,10 +77,24 @@ def _convert_spans(value: Any, index: Utf16Index) -> Any:
     return value
 
 
+def clean_message(message: Any, redact: Iterable[tuple[str, str]] = ()) -> str:
+    """A diagnostic message as it may leave the sandbox: one line, no host paths in
+    ``redact`` (path, placeholder), no lone surrogates (which no UTF-8 encoder accepts),
+    at most ``MAX_MESSAGE_CHARS``. The worker sanitises too; this is the second line."""
+    text = str(message)
+    for path, placeholder in redact:
+        if path:
+            text = text.replace(path, placeholder)
+    text = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text)).strip()
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 3] + "..."
+    return text
+
+
 def diagnostic_at(code: str, start: int, end: int, message: str) -> Diagnostic:
     """A diagnostic built on the Python side (already in code points)."""
     line, col = Utf16Index(code).line_col(start)
-    return Diagnostic(start=start, end=end, line=line, col=col, message=message)
+    return Diagnostic(start=start, end=end, line=line, col=col, message=clean_message(message))
 
 
 def failure(code: str, message: str, elapsed_s: float = 0.0, *, timed_out: bool = False,
@@ -85,17 +104,22 @@ def failure(code: str, message: str, elapsed_s: float = 0.0, *, timed_out: bool 
                          timed_out=timed_out, crashed=crashed, elapsed_s=elapsed_s)
 
 
-def from_response(code: str, response: dict[str, Any], elapsed_s: float) -> CompileResult:
-    """Convert one worker response line (already JSON-decoded) into a CompileResult."""
+def from_response(code: str, response: dict[str, Any], elapsed_s: float,
+                  redact: Iterable[tuple[str, str]] = ()) -> CompileResult:
+    """Convert one worker response line (already JSON-decoded) into a CompileResult.
+    Raises on a malformed response (the dispatcher turns that into a failing result)."""
     index = Utf16Index(code)
+    redact = tuple(redact)
     diagnostics = []
     for raw in response.get("diagnostics") or []:
         start = index.to_index(raw.get("start", 0))
         end = max(start, index.to_index(raw.get("end", 0)))
         line, col = index.line_col(start)
         diagnostics.append(Diagnostic(start=start, end=end, line=line, col=col,
-                                      message=str(raw.get("message", "")),
+                                      message=clean_message(raw.get("message", ""), redact),
                                       severity=str(raw.get("severity", "error"))))
     summary = _convert_spans(response.get("summary") or {}, index)
-    return CompileResult(ok=bool(response.get("ok")),
-                         diagnostics=diagnostics, summary=summary, elapsed_s=elapsed_s)
+    timed_out, crashed = bool(response.get("timed_out")), bool(response.get("crashed"))
+    return CompileResult(ok=bool(response.get("ok")) and not (timed_out or crashed),
+                         diagnostics=diagnostics, summary=summary, timed_out=timed_out,
+                         crashed=crashed, elapsed_s=elapsed_s)

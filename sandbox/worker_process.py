@@ -14,16 +14,22 @@ import select
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from typing import Any
 
 from sandbox import isolation as iso
 from sandbox.launcher import build_launch, worker_command
+from sandbox.scratch import make_scratch_dir
 
 READY_ID = "__ready__"
 _ID_PREFIX = re.compile(rb'^\{"id":"([^"\\]{1,64})"')
+# What a dying compiler prints on stderr (esbuild and tsgo are Go programs; node is V8).
+STDERR_SIGNALS = {
+    "out_of_memory": (b"out of memory", b"cannot allocate memory", b"Allocation failed"),
+    "stack_overflow": (b"stack exceeds", b"stack overflow", b"Maximum call stack"),
+}
+_SIGNAL_OVERLAP = max(len(m) for markers in STDERR_SIGNALS.values() for m in markers)
 
 
 class WorkerError(Exception):
@@ -42,6 +48,10 @@ class WorkerCrashed(WorkerError):
     """The process exited or closed its stdout."""
 
 
+class ProtocolError(WorkerCrashed):
+    """The worker wrote something that is not a response line."""
+
+
 class ResponseTooLarge(WorkerError):
     """A response line exceeded the size limit; ``request_id`` names its request if known."""
 
@@ -58,17 +68,24 @@ class WorkerProcess:
         self._max_response_bytes = max_response_bytes
         self._buffer = b""
         self._stderr_tail = b""
+        self._signals: set[str] = set()
         needs_host_tmp = not ({iso.FS_VIEW, iso.DROP_PRIVILEGES} & layers)
-        self._host_tmp = tempfile.mkdtemp(prefix="botgrpo-node-") if needs_host_tmp else None
-        spec = build_launch(worker_command(), layers, config, extra_env=extra_env,
-                            host_tmp=self._host_tmp)
-        self._proc = subprocess.Popen(
-            spec.argv, env=spec.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,  # own process group: killpg is total
-        )
+        self._host_tmp = make_scratch_dir() if needs_host_tmp else None
+        try:
+            spec = build_launch(worker_command(), layers, config, extra_env=extra_env,
+                                host_tmp=self._host_tmp)
+            self._proc = subprocess.Popen(
+                spec.argv, env=spec.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True,  # own process group: killpg is total
+            )
+        except BaseException:
+            if self._host_tmp:
+                shutil.rmtree(self._host_tmp, ignore_errors=True)
+            raise
         for stream in (self._proc.stdin, self._proc.stdout):
             os.set_blocking(stream.fileno(), False)
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
         self.requests_served = 0
 
     @property
@@ -78,8 +95,18 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
+    @property
+    def host_tmp(self) -> str | None:
+        """The host scratch directory (None when bwrap gives the worker a private tmpfs)."""
+        return self._host_tmp
+
     def stderr_tail(self) -> str:
         return self._stderr_tail.decode("utf-8", "replace")
+
+    def stderr_signals(self) -> frozenset[str]:
+        """What the worker's stderr showed so far: ``out_of_memory``, ``stack_overflow``.
+        Complete only after :meth:`kill` (which waits for the stream to end)."""
+        return frozenset(self._signals)
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until the worker announces itself; raises WorkerError with its stderr if not."""
@@ -92,7 +119,9 @@ class WorkerProcess:
                  total_timeout_s: float) -> dict[str, dict[str, Any]]:
         """Send requests, return {id: response}. Fails if no response arrives for
         ``idle_timeout_s`` or the whole exchange exceeds ``total_timeout_s``."""
-        payload = b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in requests)
+        # ASCII JSON: lone surrogates (valid in a Python str and in a JS string, not in UTF-8)
+        # travel as \\uXXXX escapes instead of failing to encode.
+        payload = b"".join(json.dumps(r, ensure_ascii=True).encode("ascii") + b"\n" for r in requests)
         deadline = time.monotonic() + total_timeout_s
         self._write(payload, min(deadline, time.monotonic() + idle_timeout_s))
         self.requests_served += len(requests)
@@ -113,6 +142,7 @@ class WorkerProcess:
                 stream.close()
             except OSError:
                 pass
+        self._stderr_thread.join(timeout=2)  # the group is dead: stderr ends, signals are complete
         if self._host_tmp:
             shutil.rmtree(self._host_tmp, ignore_errors=True)
 
@@ -140,7 +170,12 @@ class WorkerProcess:
         idle_deadline = time.monotonic() + idle_timeout_s
         while pending_ids - responses.keys():
             for line in self._complete_lines(responses):
-                response = json.loads(line)
+                try:
+                    response = json.loads(line)
+                except ValueError:
+                    raise ProtocolError("worker wrote a line that is not JSON", responses) from None
+                if not isinstance(response, dict):
+                    raise ProtocolError("worker wrote a response that is not an object", responses)
                 responses[str(response.get("id"))] = response
                 idle_deadline = time.monotonic() + idle_timeout_s
             if not pending_ids - responses.keys():
@@ -171,7 +206,14 @@ class WorkerProcess:
     def _drain_stderr(self) -> None:
         stream = self._proc.stderr
         while True:
-            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            try:
+                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            except (OSError, ValueError):
+                return
             if not chunk:
                 return
+            window = self._stderr_tail[-_SIGNAL_OVERLAP:] + chunk
+            for name, markers in STDERR_SIGNALS.items():
+                if any(marker in window for marker in markers):
+                    self._signals.add(name)
             self._stderr_tail = (self._stderr_tail + chunk)[-8192:]
