@@ -1,29 +1,61 @@
 // Long-lived compile worker: reads one JSON request per stdin line, writes one JSON response
 // per stdout line (in completion order; responses carry the request id).
 //   request:  {"id", "code", "level": "syntax"|"build"|"typecheck", "allow": [module, ...]}
-//   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity}], "summary"}
+//   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity}], "summary",
+//              "timed_out"?, "crashed"?, "poisoned"?}
 // Offsets are UTF-16 code units into `code`. Levels are cumulative: build = syntax + import
-// policy, typecheck = build + TypeScript parse + strict type check.
+// policy, typecheck = build + TypeScript parse + isolation policy + strict type check.
+//
+// Poisoning: when a compiler service fails (esbuild's Go process died, e.g. out of memory, or
+// tsgo cannot check even a known-good file), this worker can give no more trustworthy
+// verdicts. It answers that request, and every later one, with `poisoned` set and no verdict;
+// the pool then replaces the worker and re-runs those jobs on a fresh one.
+//
+// Start-up self-test: before announcing itself ready, the worker compiles a probe file at
+// every level, so a worker whose compilers cannot run never counts as ready.
+import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
 import { checkBuild } from "./lib/build.mjs";
+import { ServiceError } from "./lib/esbuild-service.mjs";
+import { policyViolations } from "./lib/policy.mjs";
 import { lineStarts, makeDiagnostic } from "./lib/positions.mjs";
+import { redactPaths, sanitize } from "./lib/sanitize.mjs";
 import { parseErrors, parseTsx, summarize } from "./lib/summary.mjs";
 import { checkSyntax } from "./lib/syntax.mjs";
-import { TypecheckBatcher } from "./lib/typecheck.mjs";
+import { MAX_DIAGNOSTICS_PER_FILE, TypecheckBatcher } from "./lib/typecheck.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodeModules = path.join(here, "node_modules");
 const debugEnabled = process.env.BOTGRPO_SANDBOX_DEBUG === "1";
+const scratch = process.env.BOTGRPO_SANDBOX_TMP || os.tmpdir();
+const workDir = path.join(scratch, `tsgo-${process.pid}`);
+
+const realpath = (p) => {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+};
+redactPaths([
+  [workDir, "<sandbox>"], [realpath(scratch), "<tmp>"], [scratch, "<tmp>"],
+  [nodeModules, "<node_modules>"], [realpath(nodeModules), "<node_modules>"],
+  [here, "<sandbox>"], [realpath(here), "<sandbox>"], [os.homedir(), "<home>"],
+]);
 
 const batcher = new TypecheckBatcher({
   tsgoPath: path.join(nodeModules, "@typescript", `typescript-${process.platform}-${process.arch}`, "lib", "tsc"),
   nodeModules,
-  workDir: path.join(process.env.BOTGRPO_SANDBOX_TMP || os.tmpdir(), `tsgo-${process.pid}`),
+  workDir,
   maxBatch: Number(process.env.BOTGRPO_TYPECHECK_BATCH || 64),
+  timeoutMs: Number(process.env.BOTGRPO_TSGO_TIMEOUT_MS || 3000),
+  debug: debugEnabled,
 });
+
+let poisoned = null;
 
 /** Test-only levels (BOTGRPO_SANDBOX_DEBUG=1): simulate a hung or crashing worker. */
 function runDebugLevel(request) {
@@ -50,11 +82,16 @@ async function compile(request) {
     const { response, sourceFile } = await compileUntyped(code, level, allow);
     if (!response.ok) return response;
     const starts = lineStarts(code);
-    const parseDiagnostics = parseErrors(sourceFile).map(([s, e, m]) => makeDiagnostic(starts, s, e, m));
+    const toDiagnostic = ([s, e, m]) => makeDiagnostic(starts, s, e, m);
+    const parseDiagnostics = parseErrors(sourceFile).map(toDiagnostic);
     if (parseDiagnostics.length > 0) return { ok: false, diagnostics: parseDiagnostics, summary: response.summary };
+    const refusals = policyViolations(sourceFile, allow).map(toDiagnostic);
+    if (refusals.length > 0) return { ok: false, diagnostics: refusals, summary: response.summary };
     submitted = true;
-    const typeDiagnostics = await batcher.submit(code, allow);
-    return { ok: typeDiagnostics.length === 0, diagnostics: typeDiagnostics, summary: response.summary };
+    const checked = await batcher.submit(code, allow, debugEnabled ? request.debug_tsgo : null);
+    const ok = checked.diagnostics.length === 0 && !checked.timedOut && !checked.crashed;
+    return { ok, diagnostics: checked.diagnostics, summary: response.summary,
+             timed_out: checked.timedOut, crashed: checked.crashed };
   } finally {
     if (!submitted) batcher.cancel();
   }
@@ -75,25 +112,66 @@ function describeFailure(error) {
   return `Internal compiler error: ${error?.message ?? error}`;
 }
 
+const failing = (id, message, extra = {}) =>
+  ({ id, ok: false, diagnostics: [makeDiagnostic([0], 0, 0, message)], summary: {}, ...extra });
+
+function poisonedResponse(id) {
+  return failing(id, `Compiler service unavailable: ${poisoned}`, { poisoned });
+}
+
+/** Bound and sanitise what leaves the worker. */
+function finish(response) {
+  const diagnostics = Array.isArray(response.diagnostics) ? response.diagnostics : [];
+  return {
+    ...response,
+    diagnostics: diagnostics.slice(0, MAX_DIAGNOSTICS_PER_FILE).map((d) => ({ ...d, message: sanitize(d.message) })),
+  };
+}
+
 async function handle(line) {
   let request;
   try {
     request = JSON.parse(line);
   } catch {
-    return { id: null, ok: false, diagnostics: [makeDiagnostic([0], 0, 0, "Malformed request")], summary: {} };
+    return failing(null, "Malformed request");
   }
+  const id = request?.id ?? null;
+  if (poisoned) return poisonedResponse(id);
   try {
     const debug = debugEnabled ? runDebugLevel(request) : null;
-    return { id: request.id, ...(debug ?? (await compile(request))) };
+    return { id, ...(debug ?? (await compile(request))) };
   } catch (error) {
-    return { id: request.id, ok: false, diagnostics: [makeDiagnostic([0], 0, 0, describeFailure(error))], summary: {} };
+    if (error instanceof ServiceError) {
+      poisoned ??= error.message;
+      process.stderr.write(`worker poisoned: ${error.message}\n`);
+      return poisonedResponse(id);
+    }
+    return failing(id, describeFailure(error));
   }
+}
+
+function write(response) {
+  process.stdout.write(JSON.stringify(finish(response)) + "\n");
+}
+
+async function selfTest() {
+  const probe = "export const Probe = () => <b>ok</b>;\n";
+  const syntax = await checkSyntax(probe);
+  const build = await checkBuild(probe, []);
+  if (syntax.length > 0 || build.length > 0) throw new Error("esbuild rejected the probe file");
+  await batcher.selfTest();
 }
 
 const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
 input.on("line", (line) => {
   if (!line.trim()) return;
-  handle(line).then((response) => process.stdout.write(JSON.stringify(response) + "\n"));
+  handle(line).catch((error) => failing(null, describeFailure(error))).then(write);
 });
 input.on("close", () => process.exit(0));
-process.stdout.write(JSON.stringify({ id: "__ready__", ok: true, diagnostics: [], summary: {} }) + "\n");
+selfTest().then(
+  () => write({ id: "__ready__", ok: true, diagnostics: [], summary: {} }),
+  (error) => {
+    process.stderr.write(`worker self-test failed: ${error?.message ?? error}\n`);
+    process.exit(75);
+  },
+);

@@ -2,11 +2,21 @@
 // request's `code` (JavaScript string indexing); the Python side converts to code points.
 // esbuild reports columns in UTF-8 bytes, TypeScript in UTF-16 units, so both are normalised here.
 
-/** Offsets at which each line of `text` starts (line 1 is index 0). */
+/**
+ * Offsets at which each line of `text` starts (line 1 is index 0), with the line terminators
+ * esbuild and TypeScript both use when they report (line, column): LF, CR, CRLF (one break),
+ * U+2028 and U+2029. Counting LF alone would shift every diagnostic after an LS or a lone CR.
+ */
 export function lineStarts(text) {
   const starts = [0];
   for (let i = 0; i < text.length; i++) {
-    if (text.charCodeAt(i) === 10) starts.push(i + 1);
+    const c = text.charCodeAt(i);
+    if (c === 13) {
+      if (text.charCodeAt(i + 1) === 10) i++;
+      starts.push(i + 1);
+    } else if (c === 10 || c === 0x2028 || c === 0x2029) {
+      starts.push(i + 1);
+    }
   }
   return starts;
 }

@@ -2,17 +2,33 @@
 // compiler (tsgo). One tsgo run costs ~90 ms fixed plus ~0.5 ms a file, so requests are
 // micro-batched: every syntax-clean file that arrives while a run is in flight joins the next
 // run, each written as its own module (`moduleDetection: force`) so names never collide.
-// tsgo reports only syntax errors when any file of a batch has one, so callers must submit
-// only files the parser accepted; if tsgo still finds syntax errors, the affected files are
-// answered with them and the rest are re-run.
+//
+// Files of one batch come from different rollouts and must not interact. The caller refuses
+// every construct that could name another file or change shared types (lib/policy.mjs);
+// here, each run gets a fresh directory and every file a random 128-bit name, so no rollout
+// can name a neighbour, and tsgo's output is parsed strictly: only lines that start with one
+// of this run's file names count, for that file, so text a rollout gets echoed into a message
+// can never fail (or pass) another file.
+//
+// tsgo reports only syntax errors when any file of a batch has one, so callers submit only
+// files the parser accepted; if tsgo still finds syntax errors, the affected files are
+// answered with them and the rest are re-run. If a run fails as a whole (tsgo crashes, exits
+// without naming a file, or times out), the batch is split and re-run so innocent files keep
+// their verdict; a file that fails alone gets a failing "type checker failed/timed out on this
+// input" answer, unless a known-good probe fails too: then the checker itself is broken and
+// a ServiceError tells the worker to report itself poisoned.
 import { execFile } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
+import { ServiceError } from "./esbuild-service.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
 
-const DIAGNOSTIC_LINE = /^f(\d+)\.tsx\((\d+),(\d+)\): error (TS\d+): (.*)$/;
+const DIAGNOSTIC_LINE = /^([0-9a-f]{32})\.tsx\((\d+),(\d+)\): error (TS\d+): (.*)$/;
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+export const MAX_DIAGNOSTICS_PER_FILE = 1000;
+const PROBE = "export const Probe = ({ n }: { n: number }) => <b>{n + 1}</b>;\n";
 
 const COMPILER_OPTIONS = {
   strict: true,
@@ -25,7 +41,20 @@ const COMPILER_OPTIONS = {
   target: "es2022",
   lib: ["es2022", "dom", "dom.iterable"],
   types: [],
+  resolveJsonModule: false,
+  allowArbitraryExtensions: false,
+  noLib: false,
 };
+
+/** A tsgo run failed as a whole (not a verdict on any file). */
+class TsgoFailure extends Error {
+  constructor(message, { timedOut = false } = {}) {
+    super(message);
+    this.timedOut = timedOut;
+  }
+}
+
+const randomName = () => crypto.randomBytes(16).toString("hex");
 
 /** End of the token starting at `start`, so a diagnostic spans e.g. the whole identifier. */
 function tokenEnd(code, start) {
@@ -36,19 +65,25 @@ function tokenEnd(code, start) {
   return end > start ? end : Math.min(start + 1, code.length);
 }
 
-/** Parse tsgo `--pretty false` output into {fileIndex: [{code, line, col, message}]}. */
-export function parseTsgoOutput(stdout) {
+/**
+ * Parse tsgo `--pretty false` output into {fileIndex: [{code, line, col, message}]}, counting
+ * only lines that start with one of `names` (file name -> index); indented lines continue the
+ * message of the line before them.
+ */
+export function parseTsgoOutput(stdout, names) {
   const byFile = new Map();
   let last = null;
-  for (const line of stdout.split("\n")) {
+  for (const raw of stdout.split("\n")) {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
     const match = DIAGNOSTIC_LINE.exec(line);
-    if (match) {
+    const index = match ? names.get(match[1]) : undefined;
+    if (index !== undefined) {
       last = { code: match[4], line: Number(match[2]), col: Number(match[3]), message: match[5] };
-      const index = Number(match[1]);
       if (!byFile.has(index)) byFile.set(index, []);
-      byFile.get(index).push(last);
+      const list = byFile.get(index);
+      if (list.length < MAX_DIAGNOSTICS_PER_FILE) list.push(last);
     } else if (last && /^\s+\S/.test(line)) {
-      last.message += "\n" + line.trim();
+      last.message += " " + line.trim();
     } else {
       last = null;
     }
@@ -68,13 +103,14 @@ export class TypecheckBatcher {
    * @param {string} options.nodeModules directory holding @types/react etc.
    * @param {string} options.workDir writable scratch directory (tmpfs inside the sandbox)
    * @param {number} options.maxBatch most files per tsgo run
+   * @param {number} options.timeoutMs wall-clock limit of one tsgo run
+   * @param {boolean} options.debug honour test-only `debug` fields of submitted items
    */
-  constructor({ tsgoPath, nodeModules, workDir, maxBatch = 64 }) {
-    Object.assign(this, { tsgoPath, nodeModules, workDir, maxBatch });
+  constructor({ tsgoPath, nodeModules, workDir, maxBatch = 64, timeoutMs = 3000, debug = false }) {
+    Object.assign(this, { tsgoPath, nodeModules, workDir, maxBatch, timeoutMs, debug });
     this.pending = [];
     this.expected = 0;
     this.running = false;
-    this.runCount = 0;
     this.ready = null;
   }
 
@@ -91,13 +127,22 @@ export class TypecheckBatcher {
     this.#schedule();
   }
 
-  /** Queue one syntax-clean file (after reserve()); resolves to its type diagnostics. */
-  submit(code, allow) {
+  /**
+   * Queue one syntax-clean, policy-clean file (after reserve()). Resolves to
+   * {diagnostics, timedOut, crashed}; rejects with ServiceError when the checker is broken.
+   */
+  submit(code, allow, debug = null) {
     this.expected -= 1;
     return new Promise((resolve, reject) => {
-      this.pending.push({ code, allow, resolve, reject });
+      this.pending.push({ code, allow, debug: this.debug ? debug : null, resolve, reject });
       this.#schedule();
     });
+  }
+
+  /** Check a known-good file; throws unless tsgo runs and accepts it. */
+  async selfTest() {
+    const [diagnostics] = await this.#runTsgo([{ code: PROBE, allow: [], debug: null }]);
+    if (diagnostics.length > 0) throw new Error(`tsgo rejected the probe file: ${diagnostics[0].message}`);
   }
 
   #schedule() {
@@ -112,7 +157,7 @@ export class TypecheckBatcher {
       while (this.pending.length > 0 && (this.expected <= 0 || this.pending.length >= this.maxBatch)) {
         const batch = this.pending.splice(0, this.maxBatch);
         try {
-          await this.#checkUntilClean(batch);
+          await this.#check(batch);
         } catch (error) {
           for (const item of batch) item.reject(error);
         }
@@ -123,18 +168,59 @@ export class TypecheckBatcher {
     }
   }
 
-  async #checkUntilClean(batch) {
+  /** Answer every item of `batch` (or throw ServiceError). */
+  async #check(batch) {
     let remaining = batch;
     while (remaining.length > 0) {
-      const results = await this.#runTsgo(remaining);
+      let results;
+      try {
+        results = await this.#runTsgo(remaining);
+      } catch (error) {
+        if (!(error instanceof TsgoFailure)) throw error;
+        await this.#recover(remaining, error);
+        return;
+      }
       const poisoned = results.some((diags) => diags.some((d) => isSyntaxCode(d.code)));
       const retry = [];
       remaining.forEach((item, i) => {
-        if (!poisoned || results[i].length > 0) item.resolve(this.#toDiagnostics(item.code, results[i]));
-        else retry.push(item);
+        if (!poisoned || results[i].length > 0) {
+          item.resolve({ diagnostics: this.#toDiagnostics(item.code, results[i]), timedOut: false, crashed: false });
+        } else {
+          retry.push(item);
+        }
       });
       remaining = retry;
     }
+  }
+
+  /**
+   * A run failed as a whole. Several files: re-run them so the innocent keep their verdict
+   * (one at a time after a timeout, so the slow file costs one more timeout, not one per
+   * split; in halves after a crash, which is quick to repeat). One file: blame it, unless
+   * the probe fails too.
+   */
+  async #recover(items, failure) {
+    process.stderr.write(`typecheck: tsgo run of ${items.length} file(s) failed: ${failure.message}\n`);
+    if (items.length > 1) {
+      if (failure.timedOut) {
+        for (const item of items) await this.#check([item]);
+      } else {
+        const half = Math.ceil(items.length / 2);
+        await this.#check(items.slice(0, half));
+        await this.#check(items.slice(half));
+      }
+      return;
+    }
+    try {
+      await this.selfTest();
+    } catch (error) {
+      throw new ServiceError(`type checker unavailable: ${error.message}`);
+    }
+    const [item] = items;
+    const message = failure.timedOut
+      ? `Type checking timed out on this input after ${(this.timeoutMs / 1000).toFixed(1)}s`
+      : "Type checker failed on this input";
+    item.resolve({ diagnostics: [makeDiagnostic([0], 0, 0, message)], timedOut: failure.timedOut, crashed: !failure.timedOut });
   }
 
   #toDiagnostics(code, raw) {
@@ -157,31 +243,51 @@ export class TypecheckBatcher {
 
   async #runTsgo(batch) {
     await this.#prepare();
-    const dir = path.join(this.workDir, `batch${this.runCount++}`);
+    const dir = path.join(this.workDir, randomName());
     await fs.mkdir(dir);
     try {
-      const files = batch.map((_, i) => `f${i}.tsx`);
+      const names = batch.map(() => randomName());
+      const index = new Map(names.map((name, i) => [name, i]));
+      const files = names.map((name) => `${name}.tsx`);
       await Promise.all(batch.map((item, i) => fs.writeFile(path.join(dir, files[i]), item.code)));
       const allowed = new Set(batch.flatMap((item) => item.allow));
       const ambient = [...allowed].map((m) => `declare module ${JSON.stringify(m)};`).join("\n");
-      await fs.writeFile(path.join(dir, "allowed-modules.d.ts"), ambient + "\n");
-      const config = { compilerOptions: COMPILER_OPTIONS, files: [...files, "allowed-modules.d.ts"] };
+      const ambientFile = `${randomName()}.d.ts`;
+      await fs.writeFile(path.join(dir, ambientFile), ambient + "\n");
+      const config = { compilerOptions: COMPILER_OPTIONS, files: [...files, ambientFile] };
       await fs.writeFile(path.join(dir, "tsconfig.json"), JSON.stringify(config));
-      const { stdout, status } = await this.#exec(["-p", dir, "--pretty", "false", "--singleThreaded"], dir);
-      const byFile = parseTsgoOutput(stdout);
-      if (status !== 0 && byFile.size === 0) throw new Error(`tsgo exited ${status}: ${stdout.slice(0, 2000)}`);
+      let command = this.tsgoPath;
+      let args = ["-p", dir, "--pretty", "false", "--singleThreaded"];
+      const debug = new Set(batch.map((item) => item.debug).filter(Boolean));
+      if (debug.has("hang")) [command, args] = [process.execPath, ["-e", "setTimeout(() => {}, 1e9)"]];
+      else if (debug.has("fail")) args.push("--botgrpoNoSuchOption");
+      const { stdout, status } = await this.#exec(command, args, dir);
+      const byFile = parseTsgoOutput(stdout, index);
+      if (status !== 0 && byFile.size === 0) {
+        throw new TsgoFailure(`tsgo exited ${status} without naming a file of the batch`);
+      }
       return batch.map((_, i) => byFile.get(i) ?? []);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
   }
 
-  #exec(args, cwd) {
+  #exec(command, args, cwd) {
+    const options = { cwd, maxBuffer: MAX_OUTPUT_BYTES, timeout: this.timeoutMs, killSignal: "SIGKILL" };
     return new Promise((resolve, reject) => {
-      execFile(this.tsgoPath, args, { cwd, maxBuffer: MAX_OUTPUT_BYTES }, (error, stdout, stderr) => {
-        // A non-zero status with diagnostics on stdout just means "errors were reported".
-        if (error && typeof error.code !== "number") reject(new Error(`tsgo failed: ${stderr || error.message}`));
-        else resolve({ stdout, status: error ? error.code : 0 });
+      execFile(command, args, options, (error, stdout, stderr) => {
+        if (/^(?:panic:|fatal error:)/m.test(stderr)) {
+          reject(new TsgoFailure(`tsgo crashed: ${stderr.slice(0, 300)}`));
+        } else if (error && error.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
+          reject(new TsgoFailure("tsgo output exceeded the buffer"));
+        } else if (error && error.killed) {
+          reject(new TsgoFailure(`tsgo killed after ${this.timeoutMs} ms`, { timedOut: true }));
+        } else if (error && typeof error.code !== "number") {
+          reject(new TsgoFailure(`tsgo failed: ${error.code ?? error.signal ?? error.message}`));
+        } else {
+          // A non-zero status with diagnostics on stdout just means "errors were reported".
+          resolve({ stdout, status: error ? error.code : 0 });
+        }
       });
     });
   }
