@@ -2,6 +2,7 @@
 
 Each component declares a pydantic model; :func:`load` fills it from the layers and reports
 every bad value at once with the layer it came from, instead of failing deep inside a run.
+The algorithm settings are the trainer's (:mod:`trainer.algorithm`), re-exported here.
 """
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ValidationError
+
+from trainer.algorithm import AlgorithmSettings  # noqa: F401  (re-exported: the CLI's algorithm settings)
 
 M = TypeVar("M", bound=BaseModel)
 ENV_PREFIX = "BOTGRPO_"
@@ -18,37 +21,6 @@ ENV_PREFIX = "BOTGRPO_"
 
 class SettingsError(ValueError):
     """Settings that cannot be used, with every problem named."""
-
-
-class AlgorithmSettings(BaseModel):
-    """The three independent axes of a policy update, each a registry name, plus its knobs."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    estimator: str = Field("bot_grpo", description="advantage estimator (trainer.advantages.ESTIMATORS)")
-    estimator_options: dict[str, Any] = Field(default_factory=dict, description="keyword options of the estimator, e.g. {eps: 1e-6}")
-    policy_loss: str = Field("ppo_clip", description="policy loss (trainer.losses.POLICY_LOSSES)")
-    eps_low: float = Field(0.2, ge=0, lt=1, description="lower clip range: ratio >= 1 - eps_low")
-    eps_high: float = Field(0.2, ge=0, description="upper clip range: ratio <= 1 + eps_high")
-    aggregation: str = Field("token-mean", description="loss aggregation (trainer.losses.AGGREGATIONS)")
-    kl_estimator: str = Field("k3", description="KL estimator (trainer.losses.KL_ESTIMATORS)")
-    kl_coef: float = Field(0.0, ge=0, description="weight of the KL penalty; 0 loads no reference model")
-
-    @field_validator("estimator", "policy_loss", "aggregation", "kl_estimator")
-    @classmethod
-    def _registered(cls, name: str, info: ValidationInfo) -> str:
-        registry, kind = _registries()[info.field_name]
-        if name not in registry:
-            raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
-        return name
-
-
-def _registries() -> dict[str, tuple[Mapping[str, Any], str]]:
-    """Field -> (registry, what it holds). Imported late: settings load before torch is needed."""
-    from trainer.advantages import ESTIMATORS
-    from trainer.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES
-    return {"estimator": (ESTIMATORS, "advantage estimator"), "policy_loss": (POLICY_LOSSES, "policy loss"),
-            "aggregation": (AGGREGATIONS, "loss aggregation"), "kl_estimator": (KL_ESTIMATORS, "KL estimator")}
 
 
 def _from_env(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:

@@ -1,19 +1,19 @@
 """``botgrpo train`` settings: one YAML file (flags override it), validated before anything loads.
 
-The update rule comes from the method preset (``method``) with any of its fields overridden
-here; the resolved choices are printed at start and saved in the run directory.
+The method comes from its preset (``method``) with any of its fields overridden here, axis by
+axis (:func:`trainer.algorithm.resolve`); the resolved choices are printed at start and saved
+in the run directory.
 """
 from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from botgrpo.settings import AlgorithmSettings
+from trainer.algorithm import FIELDS as ALGORITHM_FIELDS
+from trainer.algorithm import AlgorithmSettings, resolve
 from trainer.presets import preset
 from trainer.rollout.base import SamplingParams
-
-ALGORITHM_FIELDS = tuple(AlgorithmSettings.model_fields)
 
 
 class TrainConfig(BaseModel):
@@ -22,7 +22,11 @@ class TrainConfig(BaseModel):
     # what to train, on what
     model: str = Field(..., description="local Hugging Face causal LM (directory)")
     dataset: str = Field(..., description="JSONL / Parquet file or a `datasets` directory of prompts")
-    prompt_column: str = Field("prompt", description="dataset column holding the prompt")
+    prompt_column: str = Field("prompt", description="dataset column holding the prompt: text, or a list of "
+                               "chat messages (rows without it may hold the conversation under `messages`)")
+    apply_chat_template: Optional[bool] = Field(None, description="unset: the tokenizer's chat template for "
+                                                "conversational prompts, text verbatim; true: text prompts become "
+                                                "one user message too; false: never (conversational rows are refused)")
     reference_column: str = Field("reference", description="dataset column holding the reference (dict or answer)")
     eval_dataset: Optional[str] = Field(None, description="held-out prompts evaluated every `eval_every` steps")
     eval_every: int = Field(0, ge=0, description="steps between evaluations (0: first and last only)")
@@ -45,17 +49,22 @@ class TrainConfig(BaseModel):
     aggregation: Optional[str] = Field(None, description="override the loss aggregation")
     kl_estimator: Optional[str] = Field(None, description="override the KL estimator")
     kl_coef: Optional[float] = Field(None, description="override the KL weight (> 0 loads a reference model)")
+    dynamic_sampling: Optional[bool] = Field(None, description="override: drop zero-variance groups (dapo: on)")
+    overlong_buffer: Optional[float] = Field(None, ge=0, le=1, description="override the soft overlong penalty "
+                                             "zone, a share of max_new_tokens (dapo: 0.25)")
+    overlong_penalty: Optional[float] = Field(None, ge=0, description="override the penalty at max_new_tokens")
 
     # sampling and batch
     engine: Literal["hf", "vllm"] = Field("hf", description="rollout engine: transformers (any device) or vLLM (GPU, extra [vllm])")
-    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="share of GPU memory for vLLM's KV cache")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="share of GPU memory for vLLM (weights and KV cache)")
+    vllm_tensor_parallel_size: int = Field(1, ge=1, description="vLLM tensor parallelism (torchrun ranks per engine)")
+    vllm_max_model_len: Optional[int] = Field(None, ge=1, description="vLLM context length (unset: the model's)")
+    vllm_sleep: bool = Field(True, description="sleep vLLM (level 2: weights and KV cache freed) while training")
+    vllm_kwargs: dict[str, Any] = Field(default_factory=dict, description="further `vllm.LLM` arguments")
     group_size: int = Field(8, ge=1, description="rollouts per prompt (G)")
     prompts_per_step: int = Field(8, ge=1, description="prompts per step, over all ranks")
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     num_iterations: int = Field(1, ge=1, description="optimizer passes over each batch (old log-probs kept)")
-    dynamic_sampling: Optional[bool] = Field(None, description="drop zero-variance groups (default: on for dapo)")
-    overlong_buffer: Optional[int] = Field(None, ge=0, description="soft overlong penalty zone (default: max_new_tokens/4 for dapo)")
-    overlong_penalty: float = Field(1.0, ge=0, description="penalty at and beyond max_new_tokens")
 
     # optimisation
     steps: int = Field(100, ge=1, description="training steps")
@@ -66,8 +75,10 @@ class TrainConfig(BaseModel):
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
     micro_batch_size: int = Field(64, ge=1, description="rollouts per forward/backward (gradient accumulation)")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping by global norm")
-    bf16: bool = Field(False, description="bfloat16 autocast (GPU)")
-    gradient_checkpointing: bool = Field(False, description="trade compute for activation memory")
+    bf16: Optional[bool] = Field(None, description="bfloat16 autocast over float32 master weights, the same for "
+                                 "old, reference and updated log-probs; unset: on when a CUDA GPU is present")
+    gradient_checkpointing: bool = Field(False, description="trade compute for activation memory (recomputed in the update)")
+    disable_dropout: bool = Field(True, description="no dropout in the update (its log-probs then match the rollouts')")
     seed: int = Field(0, description="seeds prompt order, sampling and init")
     distributed: Literal["ddp", "fsdp", "none"] = Field("ddp", description="under torchrun")
 
@@ -78,16 +89,22 @@ class TrainConfig(BaseModel):
     plot: bool = Field(True, description="write curves.png at the end")
     progress: bool = Field(True, description="show a progress bar")
 
-    def algorithm(self) -> AlgorithmSettings:
-        """The preset with this config's overrides applied."""
-        base = preset(self.method).model_dump()
-        base.update({k: getattr(self, k) for k in ALGORITHM_FIELDS if getattr(self, k) is not None})
-        return AlgorithmSettings.model_validate(base)
+    @model_validator(mode="after")
+    def _method_resolves(self) -> "TrainConfig":
+        self.algorithm()  # an unknown preset or a bad combination fails here, before anything loads
+        return self
 
-    def uses_dynamic_sampling(self) -> bool:
-        return self.method == "dapo" if self.dynamic_sampling is None else self.dynamic_sampling
+    def algorithm(self) -> AlgorithmSettings:
+        """The preset with this config's overrides applied (an axis overridden alone drops its options)."""
+        overrides = {k: getattr(self, k) for k in ALGORITHM_FIELDS if getattr(self, k) is not None}
+        return resolve(preset(self.method), overrides)
 
     def overlong_zone(self) -> int:
-        if self.overlong_buffer is not None:
-            return self.overlong_buffer
-        return self.sampling.max_new_tokens // 4 if self.method == "dapo" else 0
+        """The soft overlong penalty zone in tokens (0: off)."""
+        return int(round(self.algorithm().overlong_buffer * self.sampling.max_new_tokens))
+
+    def use_bf16(self) -> bool:
+        if self.bf16 is not None:
+            return self.bf16
+        import torch
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()

@@ -113,10 +113,10 @@ class Trainer:
         seq_rewards = torch.where(scored.scored, scored.seq_rewards, math.nan)
         zone = self.cfg.overlong_zone()
         if zone:
-            penalty = overlong_penalty(batch.lengths, self.cfg.sampling.max_new_tokens, zone, self.cfg.overlong_penalty)
+            penalty = overlong_penalty(batch.lengths, self.cfg.sampling.max_new_tokens, zone, self.algo.overlong_penalty)
             token_rewards = torch.where(mask, token_rewards + penalty[:, None], 0.0)
             seq_rewards = seq_rewards + penalty
-        if self.cfg.uses_dynamic_sampling():
+        if self.algo.dynamic_sampling:
             groups = torch.arange(mask.shape[0]) // batch.group_size
             mask &= informative_groups(seq_rewards, groups)[:, None]
         return token_rewards, seq_rewards, mask

@@ -1,11 +1,11 @@
 """Named method presets: each paper's choice on the three axes, so a comparison is one flag.
 
-Sampling-side choices of a method (DAPO's dynamic sampling and overlong penalty) live with the
-trainer's settings; here are the update-rule choices only.
+Every behaviour of a method is a field of its preset, the sampling side included (DAPO's
+dynamic sampling and overlong penalty): the trainer reads the fields, never the method's name.
 """
 from __future__ import annotations
 
-from botgrpo.settings import AlgorithmSettings
+from trainer.algorithm import AlgorithmSettings
 
 PRESETS: dict[str, AlgorithmSettings] = {
     # Length-weighted bag of tokens over token rewards; PPO-clip; every token weighs the same.
@@ -17,9 +17,9 @@ PRESETS: dict[str, AlgorithmSettings] = {
     # Sequence-level ratio with GSPO's tiny clip range, sequence mean.
     "gspo": AlgorithmSettings(estimator="grpo", policy_loss="gspo", eps_low=3e-4, eps_high=4e-4,
                               aggregation="seq-mean-token-mean"),
-    # Clip-higher 0.2/0.28 and token-mean loss (dynamic sampling / overlong penalty: trainer).
+    # Clip-higher 0.2/0.28, token-mean loss, dynamic sampling, soft overlong penalty over the last quarter.
     "dapo": AlgorithmSettings(estimator="grpo", policy_loss="ppo_clip", eps_low=0.2, eps_high=0.28,
-                              aggregation="token-mean"),
+                              aggregation="token-mean", dynamic_sampling=True, overlong_buffer=0.25),
     # Min-form credit over process rewards plus RLOO on the verifiable reward.
     "pure": AlgorithmSettings(estimator="pure", estimator_options={"temperature": 0.1}, policy_loss="ppo_clip",
                               aggregation="token-mean"),

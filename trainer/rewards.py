@@ -13,6 +13,7 @@ thread of this process, for one-machine runs with no URL to point at.
 from __future__ import annotations
 
 import math
+import socket
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -77,17 +78,22 @@ class RewardSource:
             scored=scored, seconds=time.perf_counter() - started)
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class EmbeddedServer:
     """The reward server on a free local port, served from a thread of this process."""
 
     def __init__(self, **settings: Any):
         import uvicorn
 
-        from botgrpo.processes import free_port
         from reward_server.app import create_app
         from reward_server.settings import ServerSettings
 
-        port = free_port()
+        port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
         app = create_app(ServerSettings(port=port, **settings))
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

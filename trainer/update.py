@@ -12,7 +12,7 @@ from typing import Optional
 
 import torch
 
-from botgrpo.settings import AlgorithmSettings
+from trainer.algorithm import AlgorithmSettings
 from trainer.distributed import Dist, global_sum
 from trainer.losses import KL_ESTIMATORS, POLICY_LOSSES, aggregate, lookup
 from trainer.policy import completion_logprobs

@@ -62,8 +62,8 @@ def describe(cfg) -> str:
     algo = cfg.algorithm()
     return (f"method {cfg.method}: estimator={algo.estimator} {algo.estimator_options or ''} "
             f"policy_loss={algo.policy_loss} clip=({algo.eps_low}, {algo.eps_high}) aggregation={algo.aggregation} "
-            f"kl={algo.kl_coef} ({algo.kl_estimator}) dynamic_sampling={cfg.uses_dynamic_sampling()} "
-            f"overlong_buffer={cfg.overlong_zone()}")
+            f"kl={algo.kl_coef} ({algo.kl_estimator}) dynamic_sampling={algo.dynamic_sampling} "
+            f"overlong_buffer={cfg.overlong_zone()} tokens")
 
 
 def check_paths(cfg) -> None:

@@ -1,0 +1,142 @@
+"""Method presets carry every behaviour; overriding one axis drops the preset's options for it;
+the algorithm settings live in ``trainer/`` and nothing there imports the CLI package."""
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.tiny_setup import tiny_config, tiny_math_setup
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    return tiny_math_setup(tmp_path_factory.mktemp("tiny"))
+
+
+def config(**values):
+    from trainer.config import TrainConfig
+    return TrainConfig(model="m", dataset="d", **values)
+
+
+def test_dapo_sampling_behaviour_is_preset_fields_not_the_methods_name():
+    from trainer.presets import preset
+    dapo = preset("dapo")
+    assert dapo.dynamic_sampling is True and dapo.overlong_buffer == 0.25 and dapo.overlong_penalty == 1.0
+    assert preset("grpo").dynamic_sampling is False and preset("grpo").overlong_buffer == 0.0
+    # the setting switches it, whatever the method is called
+    assert config(method="grpo", dynamic_sampling=True).algorithm().dynamic_sampling is True
+    assert config(method="dapo", dynamic_sampling=False).algorithm().dynamic_sampling is False
+    assert config(method="dapo", sampling={"max_new_tokens": 100}).overlong_zone() == 25
+    assert config(method="grpo", overlong_buffer=0.5, sampling={"max_new_tokens": 100}).overlong_zone() == 50
+
+
+def test_a_new_preset_gets_dynamic_sampling_from_its_fields(setup, tmp_path, monkeypatch):
+    """A preset registered under another name behaves as its fields say (the name is not consulted)."""
+    from tests.test_trainer import _Scripted
+    from trainer.loop import Trainer
+    from trainer.presets import PRESETS, preset
+    monkeypatch.setitem(PRESETS, "my_dapo", preset("dapo"))
+
+    class EqualFirstGroup(_Scripted):  # group 0 scores the same everywhere: dynamic sampling drops it
+        def submit(self, batch, references, options=None):
+            future = super().submit(batch, references, options)
+            scored = future.result()
+            scored.seq_rewards[: batch.group_size] = 1.0
+            scored.token_rewards[: batch.group_size] = torch.where(batch.completion_mask[: batch.group_size], 1.0, 0.0)
+            return future
+
+    trainer = Trainer(tiny_config(setup, tmp_path / "run", method="my_dapo", steps=1, eval_dataset=None, plot=False),
+                      reward_source=EqualFirstGroup())
+    try:
+        [record] = trainer.train()
+    finally:
+        trainer.close()
+    assert record["kept_rollouts"] == 16 - 4
+
+
+def test_overriding_the_estimator_drops_the_presets_estimator_options():
+    algo = config(method="pure", estimator="grpo").algorithm()
+    assert algo.estimator == "grpo" and algo.estimator_options == {}
+    kept = config(method="pure", estimator="pure").algorithm()  # same estimator: its options stay
+    assert kept.estimator_options == {"temperature": 0.1}
+    both = config(method="pure", estimator="bot_grpo", estimator_options={"eps": 1e-4}).algorithm()
+    assert both.estimator_options == {"eps": 1e-4}
+
+
+def test_overriding_the_policy_loss_drops_the_presets_clip_range():
+    algo = config(method="gspo", policy_loss="ppo_clip").algorithm()
+    assert (algo.policy_loss, algo.eps_low, algo.eps_high) == ("ppo_clip", 0.2, 0.2)
+    assert config(method="gspo").algorithm().eps_high == 4e-4
+    assert config(method="gspo", policy_loss="ppo_clip", eps_high=0.3).algorithm().eps_high == 0.3
+
+
+def test_options_an_estimator_does_not_take_are_refused_before_anything_loads():
+    from botgrpo.commands.train import build_config
+    from botgrpo.settings import SettingsError
+    import argparse
+    from botgrpo.commands.train import FLAGS
+    args = argparse.Namespace(config=None, resume=None, set=["estimator_options={temperature: 0.1}"],
+                              **{k: None for k in FLAGS})
+    args.model, args.dataset, args.estimator = "m", "d", "grpo"
+    with pytest.raises(SettingsError, match=r"estimator 'grpo' takes no option 'temperature'.*eps"):
+        build_config(args)
+
+
+def test_pure_preset_with_grpo_estimator_trains(setup, tmp_path):
+    """`--method pure --estimator grpo` used to crash after loading the models (temperature leaked)."""
+    from tests.test_trainer import _Scripted
+    from trainer.loop import Trainer
+    trainer = Trainer(tiny_config(setup, tmp_path / "run", method="pure", estimator="grpo", steps=1,
+                                  eval_dataset=None, plot=False), reward_source=_Scripted())
+    try:
+        [record] = trainer.train()
+    finally:
+        trainer.close()
+    assert record["step"] == 1
+
+
+def test_algorithm_json_records_the_sampling_behaviour(setup, tmp_path):
+    from botgrpo.commands.train import describe
+    cfg = tiny_config(setup, tmp_path, method="dapo")
+    saved = cfg.algorithm().model_dump()
+    assert saved["dynamic_sampling"] is True and saved["overlong_buffer"] == 0.25
+    json.dumps(saved)
+    assert "dynamic_sampling=True" in describe(cfg)
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+# trainer/sft.py builds its tokenizer with botgrpo.tiny; it belongs to the tasks/warm-start owners
+NOT_OURS = {"sft.py", "demo.py"}
+
+
+def test_nothing_in_trainer_imports_the_cli_package():
+    offenders = {str(p.relative_to(ROOT)): sorted(n for n in _imports(p) if n.split(".")[0] == "botgrpo")
+                 for p in (ROOT / "trainer").rglob("*.py")
+                 if p.name not in NOT_OURS and "tasks" not in p.parts}
+    assert {k: v for k, v in offenders.items() if v} == {}
+    from botgrpo.settings import AlgorithmSettings
+    from trainer.algorithm import AlgorithmSettings as Moved
+    assert AlgorithmSettings is Moved  # the CLI re-exports the trainer's settings
+
+
+def test_training_modules_load_without_the_cli_package():
+    code = ("import sys, trainer.loop, trainer.config, trainer.update, trainer.presets, trainer.evaluate;"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'botgrpo'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
