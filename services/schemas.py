@@ -8,13 +8,82 @@ Request::
 
 Response: one :class:`Result` per rollout (``POST /v1/rewards``: a JSON list in request order;
 ``POST /v1/rewards:stream``: NDJSON, one line per rollout as each finishes).
+
+Text is sanitised at this boundary: a lone UTF-16 surrogate (JSON allows the escape
+``"\ud800"``; it cannot be encoded as UTF-8, so it broke response encoding and the compiler
+pipe) is replaced by U+FFFD in every string of a request, keys of ``options`` and
+``reference`` included. One code point replaces one code point, so character offsets
+(``token_offsets``, reported spans) still index the completion as sent. A valid surrogate
+*pair* is one character after JSON decoding and is left alone.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import re
+from typing import Annotated, Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+MAX_OFFSET = 2**31 - 1  # far above any completion the server accepts; bigger ints are a 422, not an overflow
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (same length)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _has_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii() and _SURROGATE.search(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
+
+
+def clean_json(value: Any) -> Any:
+    """``value`` (JSON-like) with :func:`clean_text` applied to every string, keys included.
+
+    Iterative, so nesting depth is no concern; returns ``value`` itself when nothing needs
+    replacing, otherwise a copy (tuples become lists).
+    """
+    if isinstance(value, str):
+        return clean_text(value)
+    if not isinstance(value, (dict, list, tuple)) or not _has_surrogate(value):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            if isinstance(item, (dict, list, tuple)):
+                copy: Any = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+            else:
+                copy = clean_text(item) if isinstance(item, str) else item
+            if isinstance(target, dict):
+                target[clean_text(key) if isinstance(key, str) else key] = copy
+            else:
+                target.append(copy)
+    return root
+
+
+def _clean_input(value: Any) -> Any:
+    return clean_json(value)  # before validation: pydantic refuses a lone surrogate in a constrained str
+
+
+Text = Annotated[str, BeforeValidator(_clean_input)]
+JSONObject = Annotated[dict[str, Any], BeforeValidator(_clean_input)]
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
 Span = tuple[int, int]
 
 
@@ -23,14 +92,14 @@ class RolloutIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(..., min_length=1, max_length=256, description="caller's id; results are keyed by it and unique per request")
-    group: Optional[str] = Field(None, max_length=256, description="group (prompt) id, echoed back")
-    prompt: Optional[str] = Field(None, description="the prompt, for scorers that use it")
-    completion: str = Field(..., description="the text to score")
-    token_offsets: Optional[list[Span]] = Field(
-        None, description="[start, end) character spans of the caller's tokens in `completion`; "
-                          "the server splits on whitespace when omitted")
-    reference: Optional[dict[str, Any]] = Field(
+    id: Text = Field(..., min_length=1, max_length=256, description="caller's id; results are keyed by it and unique per request")
+    group: Optional[Text] = Field(None, max_length=256, description="group (prompt) id, echoed back")
+    prompt: Optional[Text] = Field(None, description="the prompt, for scorers that use it")
+    completion: Text = Field(..., description="the text to score")
+    token_offsets: Optional[list[tuple[Offset, Offset]]] = Field(
+        None, description="[start, end) character spans of the caller's tokens in `completion` (integers "
+                          "0 <= start <= end <= len(completion)); the server splits on whitespace when omitted")
+    reference: Optional[JSONObject] = Field(
         None, description='task-specific ground truth, e.g. {"answer": "42"} (math) or {"spec": {...}} (react)')
 
 
@@ -39,8 +108,8 @@ class RewardRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task: str = Field(..., description="scorer name; GET /v1/scorers lists them")
-    options: dict[str, Any] = Field(default_factory=dict, description="scorer options, e.g. {\"level\": \"build\"} for react")
+    task: Text = Field(..., description="scorer name; GET /v1/scorers lists them")
+    options: JSONObject = Field(default_factory=dict, description="scorer options, e.g. {\"level\": \"build\"} for react")
     rollouts: list[RolloutIn] = Field(..., min_length=1, description="the rollouts to score")
 
 
