@@ -40,7 +40,10 @@ def quick_verdict(candidate: str, reference: str) -> Verdict:
         return Verdict(False, "empty answer")
     if normalized == target:
         return Verdict(True, "identical after normalisation")
-    refusal = guard_reason(candidate)
+    try:
+        refusal = guard_reason(candidate)
+    except Exception as exc:  # noqa: BLE001 - an answer the guard cannot read is not evaluated either
+        refusal = f"unreadable answer ({type(exc).__name__})"
     if refusal is not None:
         return Verdict(False, f"refused by guard: {refusal}")
     mine, theirs = read_number(normalized), read_number(target)
