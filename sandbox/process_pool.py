@@ -20,7 +20,11 @@ any importable function, e.g. one that sleeps forever.
 
 From asyncio: ``await asyncio.wrap_future(pool.submit(fn, x))``, or ``await pool.amap(...)``.
 
-This bounds *time* and (optionally) *memory*; it is not a security boundary. Workers run as the
+This bounds *time* and *memory*: every worker runs under an address-space limit (``RLIMIT_AS``,
+:data:`DEFAULT_MEMORY_LIMIT_MB` = 1024 MiB unless the pool is given another, or
+``BOTGRPO_POOL_MEMORY_MB`` says otherwise; 0 or ``memory_limit_mb=None`` lifts it), so a task
+that grows without bound (sympy asked for ``(2^{9999})^{9999}``) fails with ``MemoryError``
+instead of taking the host's memory with it. It is not a security boundary. Workers run as the
 caller's user and results come back pickled, so code that might be hostile (rather than merely
 slow) belongs in a real sandbox.
 """
@@ -31,6 +35,7 @@ import contextlib
 import logging
 import math
 import multiprocessing
+import os
 import pickle
 import queue
 import threading
@@ -46,6 +51,27 @@ logger = logging.getLogger(__name__)
 TIMEOUT = "timeout"
 WORKER_DIED = "worker died"
 POOL_CLOSED = "pool closed"
+DEFAULT_MEMORY_LIMIT_MB = 1024
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()  # ``memory_limit_mb`` not given: see :func:`default_memory_limit_mb`
+
+
+def default_memory_limit_mb() -> int | None:
+    """The address-space limit of a pool's workers when none is given: ``BOTGRPO_POOL_MEMORY_MB``
+    if set (0: none), else :data:`DEFAULT_MEMORY_LIMIT_MB`."""
+    raw = os.environ.get("BOTGRPO_POOL_MEMORY_MB", "").strip()
+    if not raw:
+        return DEFAULT_MEMORY_LIMIT_MB
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"BOTGRPO_POOL_MEMORY_MB must be >= 0, got {raw!r}")
+    return value or None
 
 
 @dataclass(frozen=True)
@@ -158,7 +184,8 @@ class ProcessPool:
     ``initializer`` runs once in every new worker (imports, caches); ``default_timeout_s`` is the
     deadline of a task submitted without one; ``max_batch`` caps the tasks sent in one message;
     ``memory_limit_mb`` sets ``RLIMIT_AS`` in each worker, so a runaway allocation becomes a
-    ``MemoryError`` outcome instead of a host-wide problem.
+    ``MemoryError`` outcome instead of a host-wide problem; by default
+    :func:`default_memory_limit_mb` (1024 MiB), ``None`` for no limit.
     """
 
     def __init__(
@@ -169,13 +196,18 @@ class ProcessPool:
         default_timeout_s: float = 5.0,
         max_batch: int = 16,
         start_timeout_s: float = 120.0,
-        memory_limit_mb: int | None = None,
+        memory_limit_mb: int | None | _Default = DEFAULT,
     ) -> None:
         if size < 1 or max_batch < 1 or default_timeout_s <= 0:
             raise ValueError("size, max_batch and default_timeout_s must be positive")
+        if isinstance(memory_limit_mb, _Default):
+            memory_limit_mb = default_memory_limit_mb()
+        if memory_limit_mb is not None and memory_limit_mb < 1:
+            raise ValueError("memory_limit_mb must be positive (None: no limit)")
         self._ctx = multiprocessing.get_context("spawn")
         self._initializer = initializer
         self._memory_mb = memory_limit_mb
+        self.memory_limit_mb = memory_limit_mb
         self._start_timeout_s = start_timeout_s
         self.size = size
         self.default_timeout_s = default_timeout_s

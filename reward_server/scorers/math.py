@@ -51,7 +51,8 @@ class MathOptions(RecipeOptions):
     check_steps: bool = True
     error_propagation: bool = Field(True, description="blame everything from the first wrong step on, "
                                                       "not only the wrong steps")
-    timeout_s: float = Field(5.0, gt=0, le=60, description="deadline of one symbolic comparison")
+    timeout_s: float = Field(5.0, gt=0, le=10, description="deadline of one symbolic comparison (at most 10 s: a "
+                             "worker is held that long by each answer that needs it)")
 
 
 @dataclass(frozen=True)
