@@ -90,6 +90,7 @@ class ScoringService:
                 raise RequestRejected(413, f"{len(request.rollouts)} rollouts exceed the limit {limit}={getattr(s, limit)}")
         options = self._options(request.task, request.options)
         seen: set[str] = set()
+        total_tokens = 0
         for i, rollout in enumerate(request.rollouts):
             if rollout.id in seen:
                 raise RequestRejected(422, f"rollouts[{i}].id {rollout.id!r} is not unique in the request")
@@ -104,6 +105,15 @@ class ScoringService:
                 problem = check_offsets(rollout.token_offsets, len(rollout.completion))
                 if problem:
                     raise RequestRejected(422, f"rollouts[{i}]: {problem}")
+            # the work (and the response) grows with the tokens scored: cap their sum per request
+            from reward_server.limits import default_split_count
+            total_tokens += (len(rollout.token_offsets) if rollout.token_offsets is not None
+                             else default_split_count(rollout.completion))
+            if total_tokens > s.max_request_tokens:
+                raise RequestRejected(413, f"the request holds more than {s.max_request_tokens} tokens (at least "
+                                           f"{total_tokens} by rollouts[{i}]: token_offsets, or the server's whitespace "
+                                           f"split where they are omitted); the limit max_request_tokens is "
+                                           f"{s.max_request_tokens}: send fewer or shorter rollouts per request")
         return options
 
     @staticmethod
@@ -124,27 +134,70 @@ class ScoringService:
 
     # ---------------------------------------------------------------- scoring
     async def handle(self, items: list[WorkItem]) -> list[dict[str, Any]]:
-        """Score ``items`` (the queue's handler): one wire result per item, in order.
+        """Score ``items`` (the queue's handler): one wire result per item, in order. Never raises.
 
-        Items are grouped by task and options so that each scorer sees whole batches.
+        Items are grouped by task and options so that each scorer sees whole batches. Anything
+        that goes wrong while scoring an item (a scorer raising, a malformed payload) becomes
+        that item's error result, not a failure of the batch.
         """
         groups: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, item in enumerate(items):
-            groups[(item.payload["task"], json.dumps(item.payload["options"], sort_keys=True))].append(i)
+            try:
+                key = (str(item.payload["task"]), json.dumps(item.payload["options"], sort_keys=True))
+            except Exception:  # noqa: BLE001 - a malformed item is scored (and fails) on its own
+                key = ("", f"malformed item {i}")
+            groups[key].append(i)
         results: list[dict[str, Any] | None] = [None] * len(items)
         for (task, _), members in groups.items():
-            scored = await asyncio.to_thread(self._score_group, task, [items[i] for i in members])
+            group = [items[i] for i in members]
+            try:
+                scored = await asyncio.to_thread(self._score_group, task, group)
+            except Exception as exc:  # noqa: BLE001 - _score_group is total; this is the last resort
+                scored = [self._unscored(item, exc) for item in group]
             for i, result in zip(members, scored):
                 results[i] = result
         return results  # type: ignore[return-value]
 
     def _score_group(self, task: str, items: list[WorkItem]) -> list[dict[str, Any]]:
-        scorer = self.scorer(task)
-        options = scorer.Options.model_validate(items[0].payload["options"])
-        rollouts = [item.payload["rollout"] for item in items]
-        verdicts = scorer.score_batch([Rollout(r["completion"], r.get("prompt"), r.get("reference")) for r in rollouts],
-                                      options)
-        return [self._wire(item.index, r, v, options.local_weight) for item, r, v in zip(items, rollouts, verdicts)]
+        """One wire result per item; a group whose scoring raises is rescored item by item, so
+        that only the item at fault gets an error result."""
+        try:
+            scorer = self.scorer(task)
+            options = scorer.Options.model_validate(items[0].payload["options"])
+            rollouts = [item.payload["rollout"] for item in items]
+            verdicts = scorer.score_batch([Rollout(r["completion"], r.get("prompt"), r.get("reference"))
+                                           for r in rollouts], options)
+            if len(verdicts) != len(items):
+                raise RuntimeError(f"scorer {task!r} returned {len(verdicts)} results for {len(items)} rollouts")
+        except Exception as exc:  # noqa: BLE001 - isolated below
+            if len(items) > 1:
+                return [result for item in items for result in self._score_group(task, [item])]
+            return [self._unscored(items[0], exc)]
+        wired = []
+        for item, rollout, verdict in zip(items, rollouts, verdicts):
+            try:
+                result = self._wire(item.index, rollout, verdict, options.local_weight)
+                # the same JSON, but pairs of ints as tuples, which the garbage collector stops
+                # tracking: 100k-token results as lists made full collections take a second
+                result["token_offsets"] = [tuple(span) for span in result["token_offsets"]]
+                wired.append(result)
+            except Exception as exc:  # noqa: BLE001 - e.g. a verdict the mapper cannot place
+                wired.append(self._unscored(item, exc))
+        return wired
+
+    def _unscored(self, item: WorkItem, exc: BaseException) -> dict[str, Any]:
+        """The error result of an item whose scoring raised ``exc`` (logged with its traceback)."""
+        import logging
+        logging.getLogger(__name__).error("scoring %s[%d] failed", item.batch, item.index, exc_info=exc)
+        error = f"scoring failed: {type(exc).__name__}: {str(exc)[:300]}"
+        rollout = item.payload.get("rollout") if isinstance(item.payload, dict) else None
+        try:
+            return error_result(rollout, item.index, error, self.settings.bounds)
+        except Exception:  # noqa: BLE001 - a rollout too malformed for error_result
+            low = self.settings.bounds[0]
+            rid = rollout.get("id") if isinstance(rollout, dict) else None
+            return {"id": str(rid), "group": None, "index": item.index, "score": low, "passed": None,
+                    "token_offsets": [], "token_scores": [], "details": {}, "error": error}
 
     def _wire(self, index: int, rollout: dict[str, Any], verdict: ScoreResult, local_weight: float) -> dict[str, Any]:
         """The wire result: the outcome as ``score``, the composed token rewards as ``token_scores``."""

@@ -4,9 +4,14 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from botgrpo.settings import load
+
+AUTO = "auto"
+# what `sandbox_require: auto` requires where the host can provide it (bubblewrap, unshare)
+AUTO_LAYERS = ("no_network", "fs_view", "drop_privileges")
+BUBBLEWRAP_HINT = "install bubblewrap (apt-get install bubblewrap)"
 
 
 class ServerSettings(BaseModel):
@@ -19,9 +24,13 @@ class ServerSettings(BaseModel):
     api_key: Optional[SecretStr] = Field(None, description="require `Authorization: Bearer <key>` on /v1/*")
     bounds: tuple[float, float] = Field((-1.0, 1.0), description="every score is clipped into [low, high]")
     max_request_bytes: int = Field(16 << 20, gt=0, description="largest request body accepted (413 above)")
+    body_timeout_s: float = Field(30.0, gt=0, description="time a client has to send the whole request body "
+                                                          "(408 and the connection closed after it)")
     max_rollouts: int = Field(1024, gt=0, description="most rollouts in one request (413 above)")
     max_completion_chars: int = Field(200_000, gt=0, description="longest completion accepted (413 above)")
     max_tokens: int = Field(65_536, gt=0, description="most token_offsets for one rollout (413 above)")
+    max_request_tokens: int = Field(4_194_304, gt=0, description="most tokens in one request over all rollouts: "
+                                    "their token_offsets, or the server's own split where omitted (413 above)")
     queue_max_depth: int = Field(10_000, gt=0, description="unfinished rollouts above which requests get 503")
     result_timeout_s: float = Field(300.0, gt=0, description="a rollout not scored by then gets an error result")
     workers: int = Field(2, ge=1, description="in-process scoring tasks (embedded mode)")
@@ -29,19 +38,36 @@ class ServerSettings(BaseModel):
                                                   "streamed results, larger better compiler batching")
     react_pool_size: int = Field(2, ge=1, description="Node compiler workers per process")
     react_allow: list[str] = Field(default_factory=list, description="bare imports allowed besides react/react-dom")
-    sandbox_require: list[str] = Field(default_factory=list, description="isolation layers the compiler sandbox must "
-                                       "have or refuse to start, e.g. [no_network, fs_view] (see sandbox/README.md)")
+    sandbox_require: list[str] = Field(default_factory=lambda: [AUTO], description="isolation layers the compiler "
+                                       "sandbox must have or refuse to start, e.g. [no_network, fs_view] (see "
+                                       "sandbox/README.md); `auto`: no_network, fs_view and drop_privileges where this "
+                                       "host supports them, a loud warning at start-up where it does not; [] requires "
+                                       "nothing (every available layer is still used)")
     compile_timeout_s: float = Field(10.0, gt=0, description="wall-clock limit of one compile")
     model_path: Optional[str] = Field(None, description="local checkpoint of a token reward model; enables task 'model'")
     model_max_batch: int = Field(32, ge=1, description="completions per forward pass of the reward model")
     model_device: str = Field("cpu", description="device of the reward model, e.g. cuda:0")
     warm_scorers: bool = Field(True, description="start scorer pools at startup rather than on first request")
 
+    @field_validator("sandbox_require", mode="before")
+    @classmethod
+    def _one_layer_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # BOTGRPO_SANDBOX_REQUIRE=auto
+
     @model_validator(mode="after")
     def _check(self) -> "ServerSettings":
         low, high = self.bounds
         if not low < high:
             raise ValueError(f"bounds must be [low, high] with low < high, got {list(self.bounds)}")
+        from sandbox.isolation import ALL_LAYERS, detect
+        rest = [layer for layer in self.sandbox_require if layer != AUTO]
+        unknown = sorted(set(rest) - set(ALL_LAYERS))
+        if unknown:
+            raise ValueError(f"unknown isolation layer(s) in sandbox_require: {unknown}; known: {list(ALL_LAYERS)} "
+                             f"or {AUTO!r}")
+        if AUTO in self.sandbox_require:
+            available = detect().layers
+            self.sandbox_require = rest + [layer for layer in AUTO_LAYERS if layer in available and layer not in rest]
         return self
 
 
@@ -53,3 +79,30 @@ def load_server_settings(yaml_path=None, overrides: Optional[Mapping[str, Any]] 
     if "BOTGRPO_REDIS_URL" not in env and env.get("REDIS_URL"):
         env["BOTGRPO_REDIS_URL"] = env["REDIS_URL"]
     return load(ServerSettings, yaml_path, section="server", overrides=overrides, environ=env)
+
+
+def isolation_report(settings: ServerSettings) -> dict[str, Any]:
+    """The compiler sandbox's isolation on this host under ``settings`` (for /readyz and the
+    start-up log): ``active`` layers (what :meth:`sandbox.node_pool.NodePool.active_layers`
+    returns for the same configuration), ``missing`` ones (every known layer not active),
+    ``required`` ones, a ``hint`` naming what to install, and ``error`` when a required layer
+    is unavailable (the compiler pool then refuses to start)."""
+    from sandbox import isolation as iso
+
+    config = iso.IsolationConfig(require=frozenset(settings.sandbox_require))
+    host = iso.detect()
+    error = None
+    try:
+        active = iso.resolve_layers(config, host)
+    except iso.IsolationUnavailable as exc:
+        active, error = frozenset(host.layers - config.disable), str(exc)
+    missing = [layer for layer in iso.ALL_LAYERS if layer not in active]
+    hint = None
+    if {iso.FS_VIEW, iso.DROP_PRIVILEGES} & set(missing):
+        user = "root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "this server's user"
+        hint = (f"without bubblewrap the compilers run as {user} and see the whole host filesystem; "
+                f"{BUBBLEWRAP_HINT}")
+    elif iso.NO_NETWORK in missing:
+        hint = "the compilers can reach the network; install util-linux (unshare) or bubblewrap"
+    return {"active": [layer for layer in iso.ALL_LAYERS if layer in active], "missing": missing,
+            "required": sorted(config.require, key=iso.ALL_LAYERS.index), "hint": hint, "error": error}
