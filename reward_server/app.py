@@ -7,6 +7,12 @@
 
 Without ``redis_url`` the queue and its workers live in this process; with it, rollouts go to a
 Redis Stream and ``botgrpo worker`` processes anywhere score them. Bad input is always a 4xx.
+
+The event loop only awaits: request bodies are parsed, validated and turned into work items in
+a thread, and results are encoded one at a time (large ones in a thread) and streamed, the
+REST response in request order. Each step is one bounded call, so /healthz keeps answering
+while a 15 MB request is parsed or a 140 MB response is written, and the server never holds a
+whole response as Python objects.
 """
 from __future__ import annotations
 
@@ -23,17 +29,57 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import ValidationError
 
 from reward_server.limits import BodyLimit
 from reward_server.metrics import Metrics, RequestMetrics
 from reward_server.service import RequestRejected, ScoringService, error_result
-from reward_server.settings import ServerSettings
+from reward_server.settings import ServerSettings, isolation_report
 from services.queue import InProcessQueue, QueueFull, RedisQueue, RolloutQueue
-from services.schemas import ErrorResponse, RewardRequest, RewardResponse, ScorersResponse
+from services.schemas import ErrorResponse, RewardRequest, RewardResponse, ScorersResponse, clean_json
 
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False, description="required when the server runs with BOTGRPO_API_KEY")
-_ERRORS = {status: {"model": ErrorResponse} for status in (401, 413, 422, 503)}
+_ERRORS = {status: {"model": ErrorResponse} for status in (401, 408, 413, 422, 503)}
+_REQUEST_BODY = {"requestBody": {"required": True, "content": {"application/json": {
+    "schema": {"$ref": "#/components/schemas/RewardRequest"}}}}}
+_RESULT_DEFAULTS = (("group", None), ("passed", None), ("details", {}), ("error", None))
+_INLINE_TOKENS = 2048  # results with fewer tokens are encoded on the event loop (microseconds)
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON whose strings are valid UTF-8 whatever they hold (a lone surrogate becomes U+FFFD)."""
+
+    def render(self, content: Any) -> bytes:
+        return encode(content)
+
+
+def encode(content: Any) -> bytes:
+    """Compact JSON as UTF-8; a string that cannot be encoded has its lone surrogates replaced."""
+    try:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(clean_json(content), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def parse_request(body: bytes) -> RewardRequest:
+    """The request in ``body``; :class:`RequestValidationError` (a 422) if it is not one.
+
+    ``json.loads`` accepts what FastAPI's own body parsing accepts (UTF-8, -16 or -32); the
+    schema then replaces lone surrogates (see :mod:`services.schemas`).
+    """
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise RequestValidationError([{"loc": ("body", exc.pos), "msg": f"JSON decode error: {exc.msg}",
+                                       "type": "json_invalid"}]) from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8 / -16 / -32; nested beyond the parser's depth
+        raise RequestValidationError([{"loc": ("body",), "msg": f"unreadable JSON body: {type(exc).__name__}",
+                                       "type": "json_invalid"}]) from None
+    try:
+        return RewardRequest.model_validate(data)
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]) from None
 
 
 def build_queue(settings: ServerSettings, service: ScoringService) -> RolloutQueue:
@@ -51,6 +97,7 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        app.state.isolation = isolation_report(settings)
         app.state.queue = queue or build_queue(settings, service)
         await app.state.queue.start()
         if settings.warm_scorers and not settings.redis_url:
@@ -61,12 +108,12 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
             await app.state.queue.close()
             await asyncio.to_thread(service.close)
 
-    app = FastAPI(title="BoT-GRPO reward server", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="BoT-GRPO reward server", version="0.1.0", lifespan=lifespan, default_response_class=SafeJSONResponse,
                   description="Token-level rewards for RL on LLM reasoning: send completions, get one bounded score "
                               "per token. See docs/rewards.md for the scoring schemes.")
     app.state.settings, app.state.service, app.state.metrics = settings, service, metrics
     app.add_middleware(RequestMetrics, metrics=metrics)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes, timeout_s=settings.body_timeout_s)
     expected_key = settings.api_key.get_secret_value().encode() if settings.api_key else None
 
     async def authorised(credentials: Optional[HTTPAuthorizationCredentials] = Depends(_bearer)) -> None:
@@ -79,23 +126,28 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
     @app.exception_handler(RequestRejected)
     async def rejected(_: Request, exc: RequestRejected) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
+        return SafeJSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
 
     @app.exception_handler(QueueFull)
     async def queue_full(_: Request, exc: QueueFull) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=503,
-                            headers={"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
+        return SafeJSONResponse({"detail": str(exc)}, status_code=503,
+                                headers={"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
-        return JSONResponse({"detail": errors}, status_code=422)
+        return SafeJSONResponse({"detail": errors}, status_code=422)
 
-    async def submit(request: RewardRequest) -> tuple[str, Any]:
-        options = service.check(request)
+    async def submit(http: Request) -> tuple[str, RewardRequest]:
+        """Parse, check and queue the request's rollouts, off the event loop but for the queueing."""
+        request = await asyncio.to_thread(parse_request, await http.body())
+
+        def prepare(batch: str):
+            return service.work_items(batch, request, service.check(request))
+
         batch = uuid.uuid4().hex
-        await app.state.queue.submit(service.work_items(batch, request, options))
-        return batch, options
+        await app.state.queue.submit(await asyncio.to_thread(prepare, batch))
+        return batch, request
 
     async def results(batch: str, request: RewardRequest) -> AsyncIterator[dict[str, Any]]:
         async for outcome in app.state.queue.results(batch, len(request.rollouts), settings.result_timeout_s):
@@ -107,24 +159,43 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
             metrics.rollouts.labels(request.task, "error" if result.get("error") else "scored").inc()
             yield result
 
-    @app.post("/v1/rewards", response_model=RewardResponse, responses=_ERRORS, dependencies=[Depends(authorised)],
-              summary="Score rollouts; all results at once, in request order")
-    async def rewards(request: RewardRequest) -> dict[str, Any]:
-        batch, _ = await submit(request)
-        ordered: list[Optional[dict[str, Any]]] = [None] * len(request.rollouts)
+    async def encoded(batch: str, request: RewardRequest) -> AsyncIterator[tuple[int, bytes]]:
+        """``(index, JSON bytes)`` of each result as it finishes; the dict is dropped at once."""
         async for result in results(batch, request):
-            ordered[result["index"]] = result
-        return {"results": ordered}
+            for field, default in _RESULT_DEFAULTS:  # every Result field on the wire, as the schema says
+                result.setdefault(field, default)
+            small = len(result.get("token_scores") or ()) < _INLINE_TOKENS
+            yield result["index"], encode(result) if small else await asyncio.to_thread(encode, result)
+
+    @app.post("/v1/rewards", response_model=RewardResponse, responses=_ERRORS, dependencies=[Depends(authorised)],
+              openapi_extra=_REQUEST_BODY, summary="Score rollouts; all results at once, in request order")
+    async def rewards(http: Request) -> StreamingResponse:
+        batch, request = await submit(http)
+
+        async def body() -> AsyncIterator[bytes]:
+            """``{"results": [...]}`` written in request order as results become contiguous."""
+            yield b'{"results":['
+            waiting: dict[int, bytes] = {}
+            following = 0
+            async for index, chunk in encoded(batch, request):
+                waiting[index] = chunk
+                while following in waiting:
+                    yield (b"," if following else b"") + waiting.pop(following)
+                    following += 1
+            yield b"]}"
+
+        return StreamingResponse(body(), media_type="application/json")
 
     @app.post("/v1/rewards:stream", responses={200: {"content": {"application/x-ndjson": {}},
                                                      "description": "one Result per line, as each finishes"}, **_ERRORS},
-              dependencies=[Depends(authorised)], summary="Score rollouts; stream each result as it finishes")
-    async def rewards_stream(request: RewardRequest) -> StreamingResponse:
-        batch, _ = await submit(request)
+              dependencies=[Depends(authorised)], openapi_extra=_REQUEST_BODY,
+              summary="Score rollouts; stream each result as it finishes")
+    async def rewards_stream(http: Request) -> StreamingResponse:
+        batch, request = await submit(http)
 
         async def lines() -> AsyncIterator[bytes]:
-            async for result in results(batch, request):
-                yield (json.dumps(result) + "\n").encode()
+            async for _, chunk in encoded(batch, request):
+                yield chunk + b"\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
@@ -137,15 +208,30 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", summary="Readiness: the queue (Redis) and the local scorer pools are usable")
+    @app.get("/readyz", summary="Readiness: the queue (Redis) and the local scorer pools are usable; the compiler "
+                                "sandbox's isolation layers on this host (active, missing, required)")
     async def readyz() -> JSONResponse:
         checks = {"queue": await app.state.queue.healthy(), **service.healthy()}
         ready = all(checks.values())
-        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+        return SafeJSONResponse({"ready": ready, "checks": checks, "isolation": app.state.isolation},
+                                status_code=200 if ready else 503)
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics")
     async def prometheus() -> PlainTextResponse:
         metrics.queue_depth.set(await app.state.queue.depth())
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
 
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema plus RewardRequest, which the endpoints parse themselves (off the loop)."""
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            request_schema = RewardRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(request_schema.pop("$defs", {}))
+            components["RewardRequest"] = request_schema
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
