@@ -4,21 +4,27 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 
 
 @dataclass(frozen=True)
 class Example:
-    prompt: str
+    prompt: Union[str, list[dict[str, Any]]]   # text, or chat messages (see trainer.rollout.prompts)
     reference: Optional[dict[str, Any]]
+
+
+MESSAGES_COLUMN = "messages"
 
 
 def load_examples(path: str | Path, prompt_column: str = "prompt", reference_column: str = "reference") -> list[Example]:
     """Examples from JSONL, Parquet or a ``datasets`` directory (``save_to_disk``).
 
-    A reference column holding a string is wrapped as ``{"answer": value}`` (math datasets).
+    The prompt column holds text or a list of ``{"role", "content"}`` messages; a row without it
+    may hold a conversation under ``messages`` (chat datasets), whose final assistant turns are
+    dropped: they are the answer the policy is to write. A reference column holding a string is
+    wrapped as ``{"answer": value}`` (math datasets).
     """
     path = Path(path)
     if path.is_dir():
@@ -37,10 +43,21 @@ def load_examples(path: str | Path, prompt_column: str = "prompt", reference_col
                     raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
     if not rows:
         raise ValueError(f"{path}: no examples")
-    missing = [i for i, r in enumerate(rows) if prompt_column not in r]
+    missing = [i for i, r in enumerate(rows) if prompt_column not in r and MESSAGES_COLUMN not in r]
     if missing:
-        raise ValueError(f"{path}: row {missing[0]} has no column {prompt_column!r} (columns: {sorted(rows[missing[0]])})")
-    return [Example(str(r[prompt_column]), _reference(r.get(reference_column))) for r in rows]
+        raise ValueError(f"{path}: row {missing[0]} has no column {prompt_column!r} nor {MESSAGES_COLUMN!r} "
+                         f"(columns: {sorted(rows[missing[0]])})")
+    return [Example(_prompt(r, prompt_column), _reference(r.get(reference_column))) for r in rows]
+
+
+def _prompt(row: dict[str, Any], column: str) -> Union[str, list[dict[str, Any]]]:
+    value = row[column] if column in row else row[MESSAGES_COLUMN]
+    if not isinstance(value, list):
+        return str(value)
+    messages = [dict(m) for m in value]
+    while column not in row and messages and messages[-1].get("role") == "assistant":
+        messages.pop()
+    return messages
 
 
 def _reference(value: Any) -> Optional[dict[str, Any]]:

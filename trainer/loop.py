@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoTokenizer
 
 from trainer import checkpoint
 from trainer.advantages import compute_advantages
@@ -24,13 +24,15 @@ from trainer.data import PromptOrder, load_examples
 from trainer.distributed import (Dist, all_true, broadcast_object, full_state_dicts, init_from_env,
                                  load_full_state_dicts, unwrap, wrap)
 from trainer.evaluate import evaluate
-from trainer.policy import completion_logprobs, pack
+from trainer.policy import pack
+from trainer.precision import disable_dropout, enable_gradient_checkpointing, load_causal_lm
 from trainer.rewards import EmbeddedServer, RewardSource, ScoredBatch
 from trainer.rollout.base import RolloutBatch
 from trainer.rollout.hf import HFEngine
+from trainer.rollout.prompts import PromptEncoder, stop_token_ids
 from trainer.shaping import informative_groups, overlong_penalty
 from trainer.tracking import MetricsLog, plot, read
-from trainer.update import UpdateBatch, policy_update
+from trainer.update import UpdateBatch, batch_logprobs, policy_update
 
 
 def _schedule(cfg: TrainConfig):
@@ -56,30 +58,34 @@ class Trainer:
         """``reward_source``: anything with :class:`RewardSource`'s ``submit``/``close`` (an
         in-process scorer, say) instead of the reward server at ``cfg.reward_url``."""
         self.cfg, self.d = cfg, dist or init_from_env()
-        self.algo = cfg.algorithm()
+        self.algo, self.bf16 = cfg.algorithm(), cfg.use_bf16()
         self.out = Path(cfg.output_dir)
-        torch.manual_seed(cfg.seed)
-        self.tokenizer = AutoTokenizer.from_pretrained(cfg.model)
-        device = f"cuda:{self.d.local_rank}" if torch.cuda.is_available() else "cpu"
-        model = AutoModelForCausalLM.from_pretrained(cfg.model).to(device)
-        if cfg.gradient_checkpointing:
-            model.gradient_checkpointing_enable()
-        self.ref = None
-        if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
-            self.ref = AutoModelForCausalLM.from_pretrained(cfg.model).to(device).eval().requires_grad_(False)
-        self.model = wrap(model, cfg.distributed, self.d)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _schedule(cfg))
         if cfg.prompts_per_step % self.d.world:
             raise ValueError(f"prompts_per_step={cfg.prompts_per_step} must be a multiple of the {self.d.world} ranks")
-        self.sharded = self.d.enabled and cfg.distributed == "fsdp"
-        synced = (lambda done: all_true(done, self.d)) if self.sharded else None
-        self.engine = self._engine(synced)
+        torch.manual_seed(cfg.seed)
+        self.tokenizer = AutoTokenizer.from_pretrained(cfg.model)
+        self.encoder = PromptEncoder(self.tokenizer, cfg.apply_chat_template)
         self.examples = load_examples(cfg.dataset, cfg.prompt_column, cfg.reference_column)
         self.eval_examples = (load_examples(cfg.eval_dataset, cfg.prompt_column, cfg.reference_column)[: cfg.eval_prompts]
                               if cfg.eval_dataset else [])
+        self.encoder.check([e.prompt for e in self.examples + self.eval_examples])  # before any model loads
+        self.device = self._device()
+        model = load_causal_lm(cfg.model, self.device)  # float32 master weights, whatever the checkpoint's dtype
+        self.stop_ids = stop_token_ids(self.tokenizer, model.generation_config)
+        if cfg.disable_dropout:
+            disable_dropout(model)
+        if cfg.gradient_checkpointing:
+            enable_gradient_checkpointing(model)
+        self.ref = None
+        if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
+            self.ref = load_causal_lm(cfg.model, self.device).eval().requires_grad_(False)
+            disable_dropout(self.ref)
+        self.model = wrap(model, cfg.distributed, self.d)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _schedule(cfg))
+        self.sharded = self.d.enabled and cfg.distributed == "fsdp"
         self.order = PromptOrder(len(self.examples), cfg.seed)
-        self.step, self.evals = 0, []
+        self.step, self.evals, self.resumed_from = 0, [], None
         self._stack = ExitStack()
         if reward_source is None:
             url = cfg.reward_url or self._stack.enter_context(EmbeddedServer(warm_scorers=True)).url
@@ -90,14 +96,27 @@ class Trainer:
         elif self.d.main:  # a new run in an old directory starts new records
             for name in ("metrics.jsonl", "evals.jsonl"):
                 (self.out / name).unlink(missing_ok=True)
+        # after resuming: an engine with its own copy of the weights (vLLM) starts from the resumed ones
+        self.engine = self._engine((lambda done: all_true(done, self.d)) if self.sharded else None)
         self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
+
+    def _device(self) -> torch.device:
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        torch.cuda.set_device(self.d.local_rank)  # vLLM and NCCL use the current device
+        return torch.device("cuda", self.d.local_rank)
 
     def _engine(self, synced):
         if self.cfg.engine == "vllm":
             from trainer.rollout.vllm import VLLMEngine
-            return VLLMEngine(unwrap(self.model), self.tokenizer, self.cfg.model, seed=self.cfg.seed,
-                              gpu_memory_utilization=self.cfg.vllm_gpu_memory_utilization)
-        return HFEngine(unwrap(self.model), self.tokenizer, seed=self.cfg.seed, everyone_finished=synced)
+            c = self.cfg
+            return VLLMEngine(unwrap(self.model), self.tokenizer, self.resumed_from or c.model, seed=c.seed,
+                              encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16, sleep=c.vllm_sleep,
+                              gpu_memory_utilization=c.vllm_gpu_memory_utilization,
+                              tensor_parallel_size=c.vllm_tensor_parallel_size, max_model_len=c.vllm_max_model_len,
+                              distributed=self.d.enabled, **c.vllm_kwargs)
+        return HFEngine(unwrap(self.model), self.tokenizer, seed=self.cfg.seed, everyone_finished=synced,
+                        encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16)
 
     # ------------------------------------------------------------------ one step
     def _prompts(self) -> tuple[list[int], list[int]]:
@@ -130,12 +149,13 @@ class Trainer:
         inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
                       self.engine.pad_id)
         overlap_started = time.perf_counter()
-        old_logp = ref_logp = None
-        with torch.no_grad():  # while the server scores
-            if self.cfg.num_iterations > 1:
-                old_logp = completion_logprobs(self.model, *inputs, temperature=self.cfg.sampling.temperature).cpu()
-            if self.ref is not None:
-                ref_logp = completion_logprobs(self.ref, *inputs, temperature=self.cfg.sampling.temperature).cpu()
+        old_logp = ref_logp = None  # while the server scores; the update's forward exactly (micro-batches, autocast)
+        same_forward = dict(temperature=self.cfg.sampling.temperature, micro_batch_size=self.cfg.micro_batch_size,
+                            bf16=self.bf16)
+        if self.cfg.num_iterations > 1:
+            old_logp = batch_logprobs(self.model, inputs, **same_forward)
+        if self.ref is not None:
+            ref_logp = batch_logprobs(self.ref, inputs, **same_forward)
         overlapped = time.perf_counter() - overlap_started
         scored = pending.result()
         score_wait = time.perf_counter() - overlap_started - overlapped
@@ -148,7 +168,7 @@ class Trainer:
                               self.algo, temperature=self.cfg.sampling.temperature,
                               micro_batch_size=self.cfg.micro_batch_size, num_iterations=self.cfg.num_iterations,
                               max_grad_norm=self.cfg.max_grad_norm, norm_len=self.cfg.sampling.max_new_tokens,
-                              d=self.d, bf16=self.cfg.bf16)
+                              d=self.d, bf16=self.bf16)
         self.scheduler.step()
         self.engine.sync_weights()
         self.step += 1
@@ -160,6 +180,7 @@ class Trainer:
                 "pass_rate": _masked_mean(scored.passed), "spec_rate": _masked_mean(scored.passed * scored.spec_passed),
                 "kl": stats["kl"], "entropy": stats["entropy"], "clip_frac": stats["clip_frac"],
                 "loss": stats["loss"], "grad_norm": stats["grad_norm"], "lr": self.scheduler.get_last_lr()[0],
+                "first_ratio_error": stats["first_ratio_error"],
                 "completion_len_mean": float(batch.lengths.float().mean()), "tokens_per_s": tokens / elapsed,
                 "kept_rollouts": int(mask.any(1).sum()), "update_skipped": stats["skipped"], "reward_errors": scored.errors,
                 "time_generate": batch.timings["generate"], "time_score": scored.seconds,
@@ -192,9 +213,9 @@ class Trainer:
         if not path:
             return
         state = checkpoint.restore(Path(path), self.scheduler)
-        model_state = AutoModelForCausalLM.from_pretrained(path).state_dict()
+        model_state = load_causal_lm(path, "cpu").state_dict()
         load_full_state_dicts(self.model, self.optimizer, model_state, state.pop("optimizer"), self.d)
-        self.step, self.evals = state["step"], state.get("evals", [])
+        self.step, self.evals, self.resumed_from = state["step"], state.get("evals", []), path
         self.order.load_state_dict(state["data"])
 
     def close(self) -> None:

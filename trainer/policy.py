@@ -32,13 +32,15 @@ def completion_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor,
     """``(B, T)`` log pi(y_t | prefix) of the completion tokens (and their entropy if asked).
 
     Logits are divided by ``temperature``, matching the distribution the rollouts were drawn
-    from. Only completion positions are turned into log-probs, to spare the vocab-sized tensor
-    over the prompt.
+    from. The model computes logits for the last ``T + 1`` positions only (``logits_to_keep``),
+    so the vocab-sized tensor over the prompt is never materialised; the position that predicts
+    past the end is dropped.
     """
     device = next(model.parameters()).device
+    T = input_ids.shape[1] - prompt_width
     logits = model(input_ids=input_ids.to(device), attention_mask=attention.to(device),
-                   position_ids=positions.to(device)).logits
-    logits = logits[:, prompt_width - 1:-1].float() / temperature
+                   position_ids=positions.to(device), use_cache=False, logits_to_keep=T + 1).logits
+    logits = logits[:, -(T + 1):-1].float() / temperature
     targets = input_ids[:, prompt_width:].to(device)
     # log p(y) = logit_y - logsumexp(logits): no (B, T, V) log-softmax tensor is kept for backward
     normaliser = torch.logsumexp(logits, dim=-1)

@@ -5,8 +5,11 @@ decoding rows that have finished (wasted work when lengths vary), and its sampli
 one global RNG, so a rollout depends on which other prompts share its batch. Here:
 
 * one prefill over left-padded prompts, then one single-token forward per step on a KV cache;
-* rows that emit eos leave the batch (their cache rows are dropped), so a step costs what the
-  *unfinished* rollouts cost;
+* rows that emit an end token (the tokenizer's eos or any of the generation config's, the
+  same set vLLM stops at: :func:`~trainer.rollout.prompts.stop_token_ids`) leave the batch
+  (their cache rows are dropped), so a step costs what the *unfinished* rollouts cost;
+* prompts (text or chat conversations) are encoded by the shared
+  :class:`~trainer.rollout.prompts.PromptEncoder`;
 * each prompt's G rollouts draw their uniforms from a generator seeded by that prompt's seed,
   so the same prompt and weights give the same rollouts on any rank and in any batch, and a
   step samples every row in one batched inverse-CDF lookup;
@@ -22,8 +25,10 @@ from typing import Optional, Sequence
 
 import torch
 
+from ..precision import autocast
 from .alignment import token_spans
 from .base import RolloutBatch, SamplingParams
+from .prompts import PromptEncoder, stop_token_ids
 
 
 def _sample(logits: torch.Tensor, sampling: SamplingParams, uniforms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,21 +63,27 @@ def _cache_of(output):
 class HFEngine:
     """Batched sampling from ``model`` (any ``AutoModelForCausalLM``) with ``tokenizer``."""
 
-    def __init__(self, model, tokenizer, *, seed: int = 0, everyone_finished=None):
+    def __init__(self, model, tokenizer, *, seed: int = 0, everyone_finished=None,
+                 encoder: Optional[PromptEncoder] = None, stop_ids: Optional[Sequence[int]] = None,
+                 bf16: bool = False):
         """``everyone_finished(local_done) -> bool`` synchronises the decode loop across ranks
-        when the model is sharded (FSDP): every rank must run the same number of forwards."""
-        self.model, self.tokenizer, self.seed = model, tokenizer, seed
+        when the model is sharded (FSDP): every rank must run the same number of forwards.
+        ``stop_ids`` default to the tokenizer's eos and the model's generation config's;
+        ``bf16`` samples under the trainer's autocast."""
+        self.model, self.tokenizer, self.seed, self.bf16 = model, tokenizer, seed, bf16
         self.everyone_finished = everyone_finished or (lambda local_done: local_done)
-        self.eos_id = tokenizer.eos_token_id
+        self.encoder = encoder or PromptEncoder(tokenizer)
+        self.stop_ids = list(stop_ids) if stop_ids else stop_token_ids(tokenizer, getattr(model, "generation_config", None))
+        self.eos_id = self.stop_ids[0]
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
 
     def sync_weights(self) -> None:
         """Nothing to do: the engine samples from the trained model itself."""
 
-    def encode_prompts(self, prompts: Sequence[str]) -> list[list[int]]:
-        return [self.tokenizer(p)["input_ids"] for p in prompts]
+    def encode_prompts(self, prompts) -> list[list[int]]:
+        return self.encoder(prompts)
 
-    def generate(self, prompts: Sequence[str], group_size: int, sampling: SamplingParams,
+    def generate(self, prompts: Sequence, group_size: int, sampling: SamplingParams,
                  seeds: Optional[Sequence[int]] = None) -> RolloutBatch:
         started = time.perf_counter()
         prompt_ids = self.encode_prompts(prompts)
@@ -94,7 +105,8 @@ class HFEngine:
         was_training = self.model.training
         self.model.eval()
         try:
-            return self._decode(prompt_ids, group_size, sampling, uniforms)
+            with autocast(self.bf16, next(self.model.parameters()).device):
+                return self._decode(prompt_ids, group_size, sampling, uniforms)
         finally:
             self.model.train(was_training)
 
@@ -148,9 +160,13 @@ class HFEngine:
         rows = alive.cpu()
         tokens, logprobs = _sample(logits, sampling, uniforms[rows, t])
         out_ids[rows, t], out_lp[rows, t] = tokens.cpu(), logprobs.cpu()
-        done = tokens == self.eos_id
+        done = torch.isin(tokens, self._stop_tensor(tokens.device))
         lengths[rows[done.cpu()]] = t + 1
         return tokens, done
+
+    @functools.lru_cache(maxsize=4)
+    def _stop_tensor(self, device) -> torch.Tensor:
+        return torch.tensor(self.stop_ids, dtype=torch.long, device=device)
 
     def _forward(self, cache=None, **inputs):
         """One forward returning only the last position's logits, across transformers versions
@@ -170,7 +186,7 @@ class HFEngine:
             text, s = token_spans(self.tokenizer, ids[i, : lengths[i]].tolist())
             texts.append(text)
             spans.append(s)
-        truncated = ids.gather(1, (lengths - 1).clamp_min(0)[:, None]).squeeze(1) != self.eos_id
+        truncated = ~torch.isin(ids.gather(1, (lengths - 1).clamp_min(0)[:, None]).squeeze(1), self._stop_tensor("cpu"))
         return RolloutBatch(prompt_ids=prompt_ids, completion_ids=ids[:, :T], completion_mask=mask[:, :T],
                             behaviour_logprobs=torch.where(mask, logprobs, 0.0)[:, :T], texts=texts, spans=spans,
                             truncated=truncated, group_size=group_size)
