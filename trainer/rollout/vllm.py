@@ -1,29 +1,77 @@
 """Rollouts with vLLM (optional extra ``[vllm]``, GPU only), colocated with the trainer.
 
-Thin on purpose: vLLM's own API does the work; this module turns its outputs into a
-:class:`RolloutBatch` (tested without vLLM against the output shape vLLM documents) and pushes
-the trained weights into the engine after each optimizer step. Not run on this project's CI
-machines, which have no GPU: see docs/trainer.md for what was and was not exercised.
+Written against vLLM 0.33's offline API (``vllm.LLM``; checked in its source) and tested on CPU
+with a stand-in that enforces those signatures (``tests/fake_vllm.py``); see docs/trainer.md
+for what ran on a GPU.
+
+* **In the trainer's process.** The engine is built with
+  ``distributed_executor_backend="external_launcher"``: its worker lives in this process
+  (vLLM then turns its engine-core multiprocessing off), one engine per torchrun rank joining
+  the process group torchrun made, each sampling its own rank's prompts (TRL's colocate mode).
+  Only an in-process worker can take the policy's tensors directly.
+* **Weight sync through the worker's API.** ``LLM.collective_rpc("reload_weights",
+  kwargs={"weights_iterator": ...})`` (vLLM's in-place reload, which runs the model's own
+  ``load_weights`` and its post-processing) is fed full tensors: under FSDP each parameter is
+  gathered (``DTensor.full_tensor``) one at a time, cast to the engine's dtype first.
+* **Sleep level 2, tagged wake-ups.** Between generations the engine sleeps at level 2 (weights
+  and KV cache freed: nothing of vLLM's stays on the GPU during the update). Before a generation
+  it wakes the weights only, loads the policy's weights into them, then wakes the KV cache, so
+  the cache never sits beside the optimizer's state and gradients. :meth:`sync_weights` only
+  marks the engine stale; the load happens at the next generation.
+* **Built after resume, loaded before sampling.** The trainer builds the engine after restoring
+  a checkpoint (from that checkpoint's directory), and the first generation loads the policy's
+  weights whatever the engine was built from.
+* **Independent seeds.** vLLM seeds sample ``k`` of a request with ``seed + k``; consecutive
+  per-prompt seeds would give neighbouring prompts overlapping streams. Each prompt's seed is
+  first scrambled (:func:`group_seed`), so the B streams of a batch are distinct.
+* **Processed log-probs.** ``logprobs_mode="processed_logprobs"``: the behaviour log-probs are
+  those of the temperature-scaled distribution the tokens were drawn from, as the trainer
+  computes them (top-p/top-k also renormalise them when set).
 """
 from __future__ import annotations
 
+import os
+import socket
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import torch
 
 from .alignment import token_spans
 from .base import RolloutBatch, SamplingParams
+from .prompts import PromptEncoder, stop_token_ids
+
+_MASK62 = (1 << 62) - 1
+
+
+def group_seed(seed: int) -> int:
+    """A scrambled 62-bit seed (SplitMix64's finaliser): far apart for consecutive inputs, so the
+    ``seed + k`` streams vLLM derives for a group's samples do not meet another group's."""
+    z = (int(seed) + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (z ^ (z >> 31)) & _MASK62
+
+
+def full_weights(model: torch.nn.Module, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
+    """``(name, full tensor)`` for the model's state, one tensor at a time: FSDP2 shards
+    (DTensors) are cast, then gathered; under FSDP every rank must iterate (a collective each)."""
+    for name, tensor in model.state_dict().items():
+        tensor = tensor.detach().to(dtype)
+        if hasattr(tensor, "full_tensor"):
+            tensor = tensor.full_tensor()
+        yield name, tensor
 
 
 def to_batch(outputs: Sequence[Any], prompt_ids: list[list[int]], tokenizer, group_size: int,
-             pad_id: int, eos_id: int) -> RolloutBatch:
+             pad_id: int, stop_ids: Sequence[int]) -> RolloutBatch:
     """A :class:`RolloutBatch` from vLLM ``RequestOutput``s, one per prompt with ``n=group_size``.
 
-    Each completion needs ``token_ids`` and ``logprobs`` (one ``{token_id: Logprob}`` dict per
-    position, as returned with ``SamplingParams(logprobs=0)``).
+    Each completion needs ``index``, ``token_ids`` and ``logprobs`` (one ``{token_id: Logprob}``
+    dict per position, as returned with ``SamplingParams(logprobs=0)``); a group's completions
+    are put in ``index`` order.
     """
-    rows = [c for out in outputs for c in out.outputs]
+    rows = [c for out in outputs for c in sorted(out.outputs, key=lambda c: c.index)]
     if len(rows) != len(prompt_ids) * group_size:
         raise ValueError(f"expected {len(prompt_ids) * group_size} completions, got {len(rows)}")
     T = max(1, max(len(c.token_ids) for c in rows))
@@ -40,53 +88,98 @@ def to_batch(outputs: Sequence[Any], prompt_ids: list[list[int]], tokenizer, gro
         text, s = token_spans(tokenizer, tokens)
         texts.append(text)
         spans.append(s)
-        truncated.append(not tokens or tokens[-1] != eos_id)
+        truncated.append(not tokens or tokens[-1] not in stop_ids)
     return RolloutBatch(prompt_ids=prompt_ids, completion_ids=ids, completion_mask=mask, behaviour_logprobs=logprobs,
                         texts=texts, spans=spans, truncated=torch.tensor(truncated), group_size=group_size)
 
 
-class VLLMEngine:
-    """Samples with a colocated ``vllm.LLM`` and keeps its weights equal to ``model``'s."""
+def _launcher_env() -> None:
+    """The variables vLLM's external launcher reads (torchrun sets them; a single process gets rank 0)."""
+    defaults = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+    if "MASTER_PORT" not in os.environ:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            os.environ["MASTER_PORT"] = str(s.getsockname()[1])
 
-    def __init__(self, model, tokenizer, model_path: str, *, seed: int = 0, gpu_memory_utilization: float = 0.3,
-                 sleep_between_steps: bool = True, **llm_kwargs: Any):
+
+class VLLMEngine:
+    """Samples with an in-process ``vllm.LLM`` and loads ``model``'s weights into it before sampling."""
+
+    def __init__(self, model, tokenizer, model_path: str, *, seed: int = 0, encoder: Optional[PromptEncoder] = None,
+                 stop_ids: Optional[Sequence[int]] = None, bf16: bool = True, sleep: bool = True,
+                 gpu_memory_utilization: float = 0.3, tensor_parallel_size: int = 1,
+                 max_model_len: Optional[int] = None, **llm_kwargs: Any):
         from vllm import LLM  # the [vllm] extra
 
-        self.model, self.tokenizer, self.seed = model, tokenizer, seed
-        self.eos_id = tokenizer.eos_token_id
+        self.model, self.tokenizer, self.seed, self.sleep = model, tokenizer, seed, sleep
+        self.encoder = encoder or PromptEncoder(tokenizer)
+        self.stop_ids = list(stop_ids) if stop_ids else stop_token_ids(tokenizer, getattr(model, "generation_config", None))
+        self.eos_id = self.stop_ids[0]
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
-        self.sleep_between_steps = sleep_between_steps
-        self.llm = LLM(model=model_path, seed=seed, gpu_memory_utilization=gpu_memory_utilization,
-                       enable_sleep_mode=sleep_between_steps, **llm_kwargs)
-        self._asleep = False
+        self.dtype = torch.bfloat16 if bf16 else torch.float32
+        _launcher_env()
+        kwargs = dict(model=str(model_path), seed=seed, dtype="bfloat16" if bf16 else "float32",
+                      gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
+                      distributed_executor_backend="external_launcher", enable_sleep_mode=sleep,
+                      logprobs_mode="processed_logprobs")
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        kwargs.update(llm_kwargs)
+        self.llm = LLM(**kwargs)
+        self.stale = True  # the policy's weights may differ from the directory's (resume, warm start)
+        self.asleep: set[str] = set()
+        if sleep:
+            self.llm.sleep(level=2)
+            self.asleep = {"weights", "kv_cache"}
 
-    def generate(self, prompts: Sequence[str], group_size: int, sampling: SamplingParams,
-                 seeds: Optional[Sequence[int]] = None) -> RolloutBatch:
+    # ------------------------------------------------------------------ weights
+    def sync_weights(self) -> None:
+        """After an optimizer step: the engine's weights are stale, loaded at the next generation."""
+        self.stale = True
+
+    def _load_weights(self) -> None:
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": full_weights(self.model, self.dtype),
+                                                          "is_checkpoint_format": True})
+        self.llm.reset_prefix_cache()
+        self.stale = False
+
+    def _prepare(self) -> None:
+        """Weights woken and loaded, then the KV cache woken: ready to sample."""
+        if "weights" in self.asleep:
+            self.llm.wake_up(tags=["weights"])
+            self.asleep.discard("weights")
+            self.stale = True  # level 2 discarded them
+        if self.stale:
+            self._load_weights()
+        if "kv_cache" in self.asleep:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()  # hand the allocator's cached blocks back before the cache is mapped
+            self.llm.wake_up(tags=["kv_cache"])
+            self.asleep.discard("kv_cache")
+
+    # ------------------------------------------------------------------ sampling
+    def sampling_params(self, group_size: int, sampling: SamplingParams, seed: int):
         from vllm import SamplingParams as VSampling
 
+        return VSampling(n=group_size, temperature=sampling.temperature, top_p=sampling.top_p,
+                         max_tokens=sampling.max_new_tokens, logprobs=0, seed=group_seed(seed),
+                         stop_token_ids=list(self.stop_ids), detokenize=False)
+
+    def generate(self, prompts: Sequence, group_size: int, sampling: SamplingParams,
+                 seeds: Optional[Sequence[int]] = None) -> RolloutBatch:
         started = time.perf_counter()
-        self._wake()
+        prompt_ids = self.encoder(prompts)
         seeds = list(seeds) if seeds is not None else [self.seed + i for i in range(len(prompts))]
-        params = [VSampling(n=group_size, temperature=sampling.temperature, top_p=sampling.top_p,
-                            max_tokens=sampling.max_new_tokens, logprobs=0, seed=int(s)) for s in seeds]
-        prompt_ids = [self.tokenizer(p)["input_ids"] for p in prompts]
+        self._prepare()
+        prepared = time.perf_counter()
+        params = [self.sampling_params(group_size, sampling, s) for s in seeds]
         outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in prompt_ids], params, use_tqdm=False)
-        if self.sleep_between_steps:  # free the KV cache for the training step
-            self.llm.sleep(level=1)
-            self._asleep = True
-        batch = to_batch(outputs, prompt_ids, self.tokenizer, group_size, self.pad_id, self.eos_id)
+        if self.sleep:  # free weights and KV cache for the update
+            self.llm.sleep(level=2)
+            self.asleep = {"weights", "kv_cache"}
+        batch = to_batch(outputs, prompt_ids, self.tokenizer, group_size, self.pad_id, self.stop_ids)
         batch.timings["generate"] = time.perf_counter() - started
+        batch.timings["weight_sync"] = prepared - started
         return batch
-
-    def sync_weights(self) -> None:
-        """Push the trained weights into the engine (called after each optimizer step)."""
-        self._wake()
-        weights = ((name, p.detach()) for name, p in self.model.state_dict().items())
-        runner = self.llm.llm_engine.model_executor.driver_worker.worker.model_runner
-        runner.model.load_weights(weights)
-        self.llm.reset_prefix_cache()
-
-    def _wake(self) -> None:
-        if self._asleep:
-            self.llm.wake_up()
-            self._asleep = False
