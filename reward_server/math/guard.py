@@ -25,7 +25,13 @@ The checks run on a *canonical* spelling, so that display-only LaTeX cannot hide
   presence of a symbol, is what bounds the value.
 * powers of powers: ``{(2^{a})^{b}}^{c}`` is ``2^{abc}``, so the exponents along such a chain
   multiply, and the product is bounded like one exponent.
-* ``MAX_POWER_DIGITS`` (100 000): digits of a numeric base times its (effective) exponent.
+* ``MAX_POWER_DIGITS`` (100 000): digits of a numeric base times its (effective) exponent; a
+  numeric base holding a factorial or binomial takes exponents up to ``MAX_SYMBOLIC_EXPONENT``.
+* ``MAX_EXPANSION_TERMS`` (200): a bracketed sum that is not plain arithmetic, raised to ``n``,
+  is expanded by sympy into ``C(n + k - 1, k - 1)`` terms for ``k`` summands: ``(x+y+z)^{30}``
+  (496 terms), ``(1+\\sqrt{2})^{9999}`` and ``(1+i)^{9999}`` ran into the deadline.
+* ``MAX_TRIG_POWER`` (8): a power of a trigonometric function (``\\sin^{30}(x)``: its
+  simplification ran into the deadline).
 * ``MAX_FACTORIAL`` (1000): the operand of ``!`` and the argument of ``\\Gamma`` (and
   ``\\gamma`` used as a function, ``\\factorial``): a literal, or plain arithmetic with a value
   in bounds when numeric, and the digit budget when it has symbols. ``!`` after a power
@@ -58,6 +64,8 @@ MAX_DEPTH = 16
 MAX_EXPONENT = 10_000
 MAX_SYMBOLIC_EXPONENT = 30
 MAX_POWER_DIGITS = 100_000
+MAX_EXPANSION_TERMS = 200
+MAX_TRIG_POWER = 8
 MAX_FACTORIAL = 1000
 MAX_BINOMIAL = 10_000
 
@@ -70,6 +78,8 @@ _LITERAL_FACTORIAL = re.compile(r"(\d+)\s*!")
 _BINOMIAL = re.compile(r"\\[dt]?binom(?![a-zA-Z])\s*")
 _CHOOSE = re.compile(r"\\choose(?![a-zA-Z])")
 _FACTORIAL_FUNCTION = re.compile(r"\\(?:Gamma|gamma|factorial|fact)(?![a-zA-Z])\s*")
+_FACTORIAL_LIKE = re.compile(r"!|\\(?:Gamma|gamma|factorial|fact|[dt]?binom|choose)(?![a-zA-Z])")
+_TRIG_BEFORE = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc|sinh|cosh|tanh|coth)\s*$")
 _OPENERS = {"{": "}", "(": ")", "[": "]"}
 _CLOSERS = {close: open_ for open_, close in _OPENERS.items()}
 
@@ -270,9 +280,47 @@ def _exponent_reason(text: str) -> str | None:
             digits = sum(len(run) for run in _INTEGER.findall(base))
             if digits * total > MAX_POWER_DIGITS:
                 return f"power with more than {MAX_POWER_DIGITS} digits"
+            if total > MAX_SYMBOLIC_EXPONENT and _FACTORIAL_LIKE.search(base):
+                return f"power of a factorial or binomial above {MAX_SYMBOLIC_EXPONENT}"
+        reason = _expansion_reason(text, base_start, base_end, total)
+        if reason is not None:
+            return reason
         carets.append(caret.start())
         effective.append(total)
     return None
+
+
+def _expansion_reason(text: str, start: int, end: int, exponent: float) -> str | None:
+    """A power sympy expands term by term: a bracketed sum that is not plain arithmetic
+    (``(x+y+z)^{30}``, ``(1+\\sqrt{2})^{9999}``, ``(1+i)^{9999}``: multinomially many terms), or a
+    power of a trigonometric function (``\\sin^{30}(x)``: simplification blows up)."""
+    before = text[:start]
+    if exponent > MAX_TRIG_POWER and (_TRIG_BEFORE.search(before) or _TRIG_BEFORE.search(text[:end])):
+        return f"power of a trigonometric function above {MAX_TRIG_POWER}"
+    if exponent <= 1 or text[end - 1] not in _CLOSERS:
+        return None
+    group = text[start + 1 : end - 1]
+    if _value(group) is not None:  # plain arithmetic: exact and cheap
+        return None
+    summands = _summands(group)
+    if summands > 1 and math.comb(int(min(exponent, 10**6)) + summands - 1, summands - 1) > MAX_EXPANSION_TERMS:
+        return f"power of a sum with more than {MAX_EXPANSION_TERMS} terms when expanded"
+    return None
+
+
+def _summands(group: str) -> int:
+    """Top-level terms of a sum: ``+`` and binary ``-`` outside brackets, plus one."""
+    count, depth, previous = 1, 0, ""
+    for char in group:
+        if char in _OPENERS:
+            depth += 1
+        elif char in _CLOSERS:
+            depth = max(0, depth - 1)
+        elif char in "+-" and depth == 0 and previous and previous not in "+-*/^(=,{[":
+            count += 1
+        if char != " ":
+            previous = char
+    return count
 
 
 def _is_power(text: str, start: int, end: int, caret: int) -> bool:
