@@ -56,3 +56,29 @@ test-trl: bench-env
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis
+
+# verl lives in its own virtualenv too, at the transformers release verl 0.9.1 pins for its CPU
+# install (it requires transformers>=5.5.3,<5.11; the default install keeps its own).
+VERL_VENV  ?= .venv-verl
+VERL_SPEC  ?= verl[verl-core]==0.9.1
+VERL_TRANSFORMERS_SPEC ?= transformers==5.9.0
+
+.PHONY: verl-env test-verl clean-verl
+
+$(VERL_VENV)/.installed: pyproject.toml Makefile
+	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(VERL_VENV)/bin/python -m pip install -q -e '.[dev]' "$(VERL_SPEC)" "$(VERL_TRANSFORMERS_SPEC)"
+	touch $@
+
+verl-env: $(VERL_VENV)/.installed
+
+# The verl integration's tests in verl's own environment, required to run (they fail rather
+# than skip without verl): verl's compute_advantage dispatch, its DataProto, its reward loop.
+test-verl: verl-env
+	BOTGRPO_REQUIRE_VERL=1 $(VERL_VENV)/bin/python -m pytest tests/test_integration_verl.py tests/test_integration_verl_real.py $(PYTEST_ARGS)
+
+clean-verl:
+	rm -rf $(VERL_VENV)
+
+clean: clean-verl

@@ -3,9 +3,12 @@
 verl (0.9.x, ``ray_trainer.compute_advantage``) calls a registered estimator with keyword
 arguments ``token_level_rewards`` (bs, T) float, ``response_mask`` (bs, T) 0/1 (float or int),
 ``config`` (its ``AlgoConfig``) and ``index`` (an object array of string uids, one per row), and
-stores the ``(advantages, returns)`` it returns. Registration itself needs verl and is tested
-only where verl is installed.
+stores the ``(advantages, returns)`` it returns. verl itself (its dispatch, DataProto, reward
+loop, Ray actors) is tested in its own virtualenv: ``make test-verl`` runs this file and
+tests/test_integration_verl_real.py there, with ``BOTGRPO_REQUIRE_VERL=1`` (a missing verl fails).
 """
+import math
+import os
 import uuid
 
 import numpy as np
@@ -87,8 +90,59 @@ def test_options_reach_the_estimator():
     torch.testing.assert_close(advantages, expected)
 
 
+def test_unscored_rows_leave_the_statistics_and_get_zero_advantage():
+    rewards, mask, uids = verl_batch(seed=8)
+    rewards[1] = torch.where(mask[1].bool(), torch.tensor(math.nan), 0.0)  # the server could not score row 1
+    advantages, _ = bot_grpo_advantage(token_level_rewards=rewards, response_mask=mask, index=uids, config=None)
+    keep = mask.bool().clone()
+    keep[1] = False
+    expected = compute_advantages("bot_grpo", torch.nan_to_num(rewards), keep, torch.arange(12) // 4)
+    assert torch.all(advantages[1] == 0.0) and advantages.isfinite().all()
+    torch.testing.assert_close(advantages, expected)
+
+
+def test_last_token_rewards_are_not_token_rewards():
+    """verl's layout (the outcome on the last token) handed to BoT-GRPO pushes every earlier token
+    by -mu/sigma; the same outcome spread over the tokens (what the server's scores carry when
+    the local signal is off) gives GRPO's population-std advantage on every token."""
+    rewards, mask, uids = verl_batch(seed=9)
+    outcome = torch.tensor([1.0, -1.0, 1.0, -1.0] * 3)
+    lengths = mask.sum(1).long()
+    last = torch.zeros_like(rewards)
+    last[torch.arange(12), lengths - 1] = outcome
+    spread = outcome[:, None] * mask
+    on_last, _ = bot_grpo_advantage(token_level_rewards=last, response_mask=mask, index=uids, config=None)
+    on_tokens, _ = bot_grpo_advantage(token_level_rewards=spread, response_mask=mask, index=uids, config=None)
+    first = on_tokens[:, 0]
+    assert torch.allclose(on_tokens, first[:, None] * mask)           # one value per rollout
+    assert torch.allclose(first, outcome / outcome.view(3, 4).std(1, unbiased=False).repeat_interleave(4), atol=1e-4)
+    early = mask.bool() & (torch.arange(mask.shape[1])[None] < (lengths - 1)[:, None])
+    assert early.any() and not torch.allclose(on_last[early], on_tokens[early])
+
+
+def test_reference_and_token_score_rows_from_verls_fields():
+    from trainer.integrations.verl import reference_of, token_scores_row
+    assert reference_of({"ground_truth": "12"}, {}) == {"answer": "12"}
+    assert reference_of({"ground_truth": {"spec": {"name": "A"}}}, None) == {"spec": {"name": "A"}}
+    assert reference_of({"ground_truth": "1"}, {"reference": {"answer": "2"}}) == {"answer": "2"}
+    extra = {"reward_extra_info": {"botgrpo_token_scores": [0.5, 1.0], "botgrpo_unscored": False}}
+    assert token_scores_row(extra, 2) == [0.5, 1.0]
+    assert all(math.isnan(x) for x in token_scores_row({"reward_extra_info": {**extra["reward_extra_info"],
+                                                                             "botgrpo_unscored": True}}, 2))
+    with pytest.raises(ValueError, match="2 token scores for a response of 3 tokens"):
+        token_scores_row(extra, 3)
+    with pytest.raises(ValueError, match="reward_manager.name=botgrpo"):
+        token_scores_row({"reward_extra_info": {"acc": 1.0}}, 2)
+
+
+def _verl_module(name: str):
+    if os.environ.get("BOTGRPO_REQUIRE_VERL"):
+        return __import__("importlib").import_module(name)  # make test-verl: a missing verl fails here
+    return pytest.importorskip(name)
+
+
 def test_register_puts_the_estimator_in_verls_registry():
-    core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
+    core_algos = _verl_module("verl.trainer.ppo.core_algos")
     fn = register()
     assert core_algos.get_adv_estimator_fn("bot_grpo") is fn
     assert register() is fn  # idempotent: same options, same function object

@@ -1,25 +1,41 @@
-"""BoT-GRPO as a verl advantage estimator: ``algorithm.adv_estimator=bot_grpo``.
+"""BoT-GRPO inside verl (0.9.1): the estimator, token rewards from our server, and the hooks
+that make both reach verl's Ray actors.
 
-verl looks estimators up by name in ``verl.trainer.ppo.core_algos.ADV_ESTIMATOR_REGISTRY``, filled
-by its decorator ``register_adv_est``. :func:`register` adds ours there; call it in the driver
-process before the trainer computes advantages (verl computes them on the driver, not on the
-workers)::
+verl computes advantages in its ``TaskRunner`` Ray actor and rewards in ``RewardLoopWorker``
+actors, never in the user's process, so registering there is not enough. The registrations live
+in :mod:`trainer.integrations.verl_plugin`, which registers on import, and verl imports it in
+every process through its documented hook ``VERL_USE_EXTERNAL_MODULES`` (read by
+``import verl``), set in the Ray runtime environment::
 
-    from trainer.integrations import verl as botgrpo_verl
-    botgrpo_verl.register()            # then run verl with algorithm.adv_estimator=bot_grpo
+    python -m verl.trainer.main_ppo \
+        +ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES=trainer.integrations.verl_plugin \
+        algorithm.adv_estimator=bot_grpo trainer.v1.trainer_mode=botgrpo_sync \
+        reward.reward_manager.name=botgrpo \
+        +reward.reward_kwargs.botgrpo.url=http://reward-server:8000 +reward.reward_kwargs.botgrpo.task=math
 
-Contract, as of verl 0.9.1 (``ray_trainer.compute_advantage``, the branch for every estimator but
-GAE and GRPO): verl calls ``fn(token_level_rewards=(bs, T) float, response_mask=(bs, T) 0/1,
-config=AlgoConfig, index=np.ndarray of uids)`` (``index`` only when the batch has uids, plus
-optional extras such as ``reward_baselines``) and stores the returned ``(advantages, returns)``.
-Rollouts of one prompt share a uid (a string, usually a UUID), so the uids are the groups.
+(The module can also be named in the config alone: ``reward.reward_manager.source=importlib
+reward.reward_manager.module.path=pkg://trainer.integrations.verl_plugin
+reward.reward_manager.name=BoTGRPORewardManager``; verl imports it in the TaskRunner, which
+registers the estimator there, before any advantage is computed, but the trainer mode needs
+the hook above.)
 
-verl itself is imported only inside :func:`register`: this module, and the estimator, work
-without verl installed (the tests check the contract that way).
+Token rewards. verl's reward loop puts one scalar per rollout on its last token; BoT-GRPO over
+such a row hands every earlier token ``-mu/sigma``. The ``botgrpo`` reward manager sends each
+response with its tokens' character spans to the reward server and keeps the server's token
+scores (``reward_extra_info["botgrpo_token_scores"]``; the scalar verl logs is the outcome);
+the ``botgrpo_<mode>`` trainer modes put them into ``token_level_scores`` for the advantage
+step. A rollout the server could not score carries NaN token scores and leaves the statistics
+and the loss (advantage 0).
+
+Estimator contract (``ray_trainer.compute_advantage``, the branch for every estimator but GAE
+and GRPO): ``fn(token_level_rewards=(bs, T), response_mask=(bs, T) 0/1, config=AlgoConfig,
+index=object array of uids)``, returning ``(advantages, returns)``. This module imports no verl,
+so the estimator and its helpers are tested without it.
 """
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -54,9 +70,13 @@ def bot_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.T
     :func:`register` binds them. ``config`` (verl's ``AlgoConfig``) is accepted for the contract
     but not read: none of its fields (``gamma``, ``norm_adv_by_std_in_grpo``...) applies. Extra
     keyword arguments verl may pass (``reward_baselines``...) are ignored for the same reason.
-    Returns are the advantages, as for verl's own critic-free estimators (GRPO, RLOO).
+    Returns are the advantages, as for verl's own critic-free estimators (GRPO, RLOO). A row
+    with a non-finite reward on a response token is unscored: advantage 0, outside its group's
+    statistics.
     """
     mask = response_mask.bool()
+    scored = torch.where(mask, token_level_rewards, 0.0).isfinite().all(dim=1)  # NaN: the server could not score it
+    mask = mask & scored[:, None]
     groups = group_ids_from_uids(index, token_level_rewards.shape[0]).to(token_level_rewards.device)
     with torch.no_grad():
         advantages = compute_advantages("bot_grpo", token_level_rewards, mask, groups, **(options or {}))
@@ -64,7 +84,8 @@ def bot_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.T
 
 
 def register(name: str = DEFAULT_NAME, **options: Any):
-    """Register BoT-GRPO in verl's estimator registry under ``name``; returns the registered function.
+    """Register BoT-GRPO in verl's estimator registry under ``name`` in *this* process; returns
+    the registered function. (For verl's actors use :mod:`trainer.integrations.verl_plugin`.)
 
     ``options`` (``eps``, ``use_reward_to_go``) are bound into the function. Calling again with
     the same name and options is a no-op (the same function object is reused, so verl's
@@ -80,3 +101,28 @@ def register(name: str = DEFAULT_NAME, **options: Any):
 def _bound(options: tuple[tuple[str, Any], ...]):
     """One function object per option set, so re-registering identical options is idempotent."""
     return functools.partial(bot_grpo_advantage, options=dict(options))
+
+
+def reference_of(reward_model: Optional[dict], extra_info: Optional[dict]) -> Optional[dict]:
+    """Our server's ``reference`` from verl's per-row fields: ``extra_info["reference"]`` when
+    given, else ``reward_model["ground_truth"]`` (a dict as is, anything else as the answer)."""
+    if extra_info and isinstance(extra_info.get("reference"), dict):
+        return extra_info["reference"]
+    truth = (reward_model or {}).get("ground_truth")
+    if truth is None or isinstance(truth, dict):
+        return truth
+    return {"answer": str(truth)}
+
+
+def token_scores_row(extra: Any, length: int) -> list[float]:
+    """One row of token rewards from a rollout's ``extra_fields`` (NaN when unscored)."""
+    info = (extra or {}).get("reward_extra_info", {}) if isinstance(extra, dict) else {}
+    scores = info.get("botgrpo_token_scores")
+    if scores is None:
+        raise ValueError("a rollout has no botgrpo_token_scores: set reward.reward_manager.name=botgrpo")
+    if info.get("botgrpo_unscored"):
+        return [math.nan] * length
+    scores = [float(x) for x in scores]
+    if len(scores) != length:
+        raise ValueError(f"{len(scores)} token scores for a response of {length} tokens")
+    return scores
