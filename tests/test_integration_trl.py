@@ -1,4 +1,5 @@
-"""BoTGRPOTrainer (TRL integration) trains a tiny local model on CPU with token-level rewards.
+"""BoTGRPOTrainer (TRL integration) trains a tiny local model on CPU with token-level rewards,
+from in-process functions and from a live ``botgrpo serve`` (math and react).
 
 Needs TRL (extra ``[trl]``). Without it the module is skipped, unless ``BOTGRPO_REQUIRE_TRL``
 is set (to anything): then the missing import is an error, so a CI job that means to test the
@@ -36,27 +37,41 @@ def digit_tokens(prompts, completions, completion_ids, *, tokenizer, **columns):
 
 
 class Recording(BoTGRPOTrainer):
-    """Keeps what each generation round handed to the loss."""
+    """Keeps what each generation round handed to the loss, and the token rewards behind it."""
 
     batches: list
 
+    def _token_advantages(self, completion_mask):
+        self._rows = [None if r is None else list(r) for r in self._token_rewards]
+        return super()._token_advantages(completion_mask)
+
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
-        self.batches.append({k: output[k].detach().clone() for k in ("advantages", "completion_mask")})
+        keys = ("advantages", "completion_mask", "completion_ids", "prompt_ids", "prompt_mask")
+        record = {k: output[k].detach().clone() for k in keys}
+        self.batches.append({**record, "training": self.model.training, "rows": self._rows})
         return output
 
 
-def make_trainer(model_dir, tmp_path, steps=3):
+def grpo_args(tmp_path, steps=3, **overrides):
+    values = dict(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
+                  max_completion_length=12, max_steps=steps, learning_rate=1e-2, beta=0.0, use_cpu=True,
+                  bf16=False, report_to="none", save_strategy="no", disable_tqdm=True, logging_steps=1,
+                  activation_checkpointing=False, seed=0)
+    values.update(overrides)
+    return GRPOConfig(**values)
+
+
+def make_trainer(model_dir, tmp_path, steps=3, dataset=None, args=None, **kwargs):
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
-                      max_completion_length=12, max_steps=steps, learning_rate=1e-2, beta=0.0, use_cpu=True,
-                      bf16=False, report_to="none", save_strategy="no", disable_tqdm=True, logging_steps=1,
-                      activation_checkpointing=False, seed=0)
-    prompts = [task.prompt for task in arith.make_prompts(16, 1)]
-    trainer = Recording(model=model, reward_funcs=lambda **kw: digit_tokens(tokenizer=tokenizer, **kw), args=args,
-                        train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer)
+    if dataset is None:
+        dataset = Dataset.from_dict({"prompt": [task.prompt for task in arith.make_prompts(16, 1)]})
+    if "reward_url" not in kwargs:
+        kwargs["reward_funcs"] = lambda **kw: digit_tokens(tokenizer=tokenizer, **kw)
+    trainer = Recording(model=model, args=args or grpo_args(tmp_path, steps), train_dataset=dataset,
+                        processing_class=tokenizer, **kwargs)
     trainer.batches = []
     return trainer
 
@@ -114,13 +129,90 @@ def test_reward_server_source_sends_token_spans_and_returns_token_scores(tiny_mo
                  for r in body["rollouts"]]
         return httpx.Response(200, text="\n".join(lines) + "\n")
 
-    source = RewardServerTokens("http://reward.test", "math", options={"level": 1}, tokenizer=tokenizer)
+    source = RewardServerTokens("http://reward.test", "math", options={"error_propagation": False}, tokenizer=tokenizer)
     source.client = RewardClient("http://reward.test", transport=httpx.MockTransport(server))
     ids = [tokenizer("12 + 3 = 15")["input_ids"], tokenizer("no")["input_ids"]]
     scores = source(prompts=["p", "p"], completions=["", ""], completion_ids=ids, reference=[{"answer": "15"}] * 2)
     body = sent[0]
-    assert body["task"] == "math" and body["options"] == {"level": 1}
+    assert body["task"] == "math" and body["options"] == {"error_propagation": False}
     assert [r["completion"] for r in body["rollouts"]] == ["12 + 3 = 15", "no"]
     assert body["rollouts"][0]["reference"] == {"answer": "15"}
     assert [len(s) for s in scores] == [len(i) for i in ids]  # one score per token, from the spans' starts
     assert scores[0][0] == 0.0 and scores[0] == sorted(scores[0])
+
+
+# --------------------------------------------------------------------------- against a live reward server
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from tests.live_server import LiveServer
+    srv = LiveServer(tmp_path_factory.mktemp("srv"), env={"BOTGRPO_WARM_SCORERS": "false"})
+    yield srv
+    srv.stop()
+
+
+def server_scores(url, task, tokenizer, ids, reference, options=None):
+    from services.client import RewardClient
+    from trainer.rollout.alignment import token_spans
+    text, spans = token_spans(tokenizer, ids)
+    with RewardClient(url) as client:
+        [result] = client.score(task, [{"id": "0", "completion": text, "reference": reference,
+                                        "token_offsets": [list(s) for s in spans]}], options or {})
+    return result
+
+
+def test_math_rewards_from_a_live_server_drive_the_token_advantages(tiny_model, tmp_path, server):
+    tasks = arith.make_prompts(16, 1)
+    dataset = Dataset.from_dict({"prompt": [t.prompt for t in tasks], "reference": [t.reference for t in tasks]})
+    trainer = make_trainer(tiny_model, tmp_path, steps=2, dataset=dataset, reward_url=server.url, reward_task="math",
+                           reward_options={"error_propagation": True})
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert any(not torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())
+    tokenizer, reference = trainer.processing_class, {t.prompt: t.reference for t in tasks}
+    batch = trainer.batches[0]
+    for i, row in enumerate(batch["rows"]):  # the scores the loss used are the server's for those very tokens
+        prompt = tokenizer.decode(batch["prompt_ids"][i][batch["prompt_mask"][i].bool()], skip_special_tokens=True)
+        ids = batch["completion_ids"][i][batch["completion_mask"][i].bool()].tolist()
+        assert row == server_scores(server.url, "math", tokenizer, ids, reference[prompt])["token_scores"]
+    assert all(b["advantages"].isfinite().all() for b in trainer.batches)
+
+
+def test_react_rewards_from_a_live_server(tmp_path, server, tmp_path_factory):
+    from trainer.tasks import react
+    from sandbox.testing import require_node_toolchain
+    require_node_toolchain()
+    tasks = react.make_prompts(8, 1)
+    pairs = react.make_sft_corpus(100, 0)
+    model_dir = str(build_tiny_policy([p + c for p, c in pairs], tmp_path_factory.mktemp("react") / "model",
+                                      hidden=32, layers=2, vocab_size=400))
+    dataset = Dataset.from_dict({"prompt": [t.prompt for t in tasks], "reference": [t.reference for t in tasks]})
+    trainer = make_trainer(model_dir, tmp_path, steps=1, dataset=dataset, reward_url=server.url, reward_task="react",
+                           reward_options={"level": "syntax"})
+    trainer.train()
+    [batch] = trainer.batches
+    assert all(row is not None for row in batch["rows"])  # the server scored every completion: options accepted
+    assert batch["advantages"].isfinite().all() and batch["advantages"].shape == batch["completion_mask"].shape
+
+
+@pytest.mark.parametrize("setting", [{"scale_rewards": "batch"}, {"scale_rewards": "none"},
+                                     {"multi_objective_aggregation": "normalize_then_sum"}])
+def test_reward_scalings_bot_grpo_cannot_honour_are_refused(tiny_model, tmp_path, setting):
+    with pytest.raises(ValueError, match=f"supports {next(iter(setting))}="):
+        make_trainer(tiny_model, tmp_path, args=grpo_args(tmp_path, **setting))
+
+
+def test_evaluation_groups_are_num_generations_eval(tiny_model, tmp_path):
+    from trainer.advantages import compute_advantages
+    prompts = [task.prompt for task in arith.make_prompts(4, 3)]
+    args = grpo_args(tmp_path, steps=1, num_generations_eval=2, per_device_eval_batch_size=4)
+    trainer = make_trainer(tiny_model, tmp_path, args=args, eval_dataset=Dataset.from_dict({"prompt": prompts}))
+    trainer.evaluate()
+    evals = [b for b in trainer.batches if not b["training"]]
+    assert evals
+    for batch in evals:
+        mask = batch["completion_mask"].bool()
+        rewards = torch.zeros(mask.shape)
+        for i, row in enumerate(batch["rows"]):
+            rewards[i, : len(row)] = torch.tensor(row[: mask.shape[1]])
+        expected = compute_advantages("bot_grpo", rewards, mask, torch.arange(mask.shape[0]) // 2)
+        torch.testing.assert_close(batch["advantages"], expected)

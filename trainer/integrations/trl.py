@@ -18,6 +18,14 @@ since both hooks are private TRL methods):
 * ``_generate_and_score_completions`` runs unchanged, then replaces ``advantages`` with the
   per-token ones. TRL's ``_compute_loss`` already accepts ``(B, T)`` advantages (it unsqueezes
   only 1-D ones), so the loss, clipping, KL and aggregation (``loss_type``) are untouched.
+
+TRL settings that shape advantages: groups are ``num_generations`` rollouts in training and
+``num_generations_eval`` in evaluation, as in TRL; ``scale_rewards="group"`` (TRL's default) is
+what BoT-GRPO does, per group's bag of tokens, and ``multi_objective_aggregation=
+"sum_then_normalize"`` (the default) is how several token reward functions combine (weighted
+per-token sum, then BoT-GRPO). The other values (``scale_rewards`` ``"batch"``/``"none"``,
+``"normalize_then_sum"``) have no BoT-GRPO counterpart here and are refused at construction
+rather than silently ignored.
 """
 from __future__ import annotations
 
@@ -94,6 +102,7 @@ class BoTGRPOTrainer(GRPOTrainer):
             raise ValueError("give token-level reward_funcs, a reward_url + reward_task, or both")
         if any(isinstance(f, (str, torch.nn.Module)) for f in funcs):
             raise TypeError("BoTGRPOTrainer takes token-level reward callables, not reward models")
+        _check_supported(kwargs.get("args"))
         super().__init__(model=model, reward_funcs=funcs, **kwargs)
         for f in self.reward_funcs:
             if isinstance(f, RewardServerTokens) and f.tokenizer is None:
@@ -150,7 +159,8 @@ class BoTGRPOTrainer(GRPOTrainer):
         device = completion_mask.device
         mask = completion_mask.bool() & scored.to(device)[:, None]
         rewards, mask = self._gather_padded(rewards.to(device)), self._gather_padded(mask)
-        groups = torch.arange(rewards.shape[0], device=device) // self.num_generations
+        group_size = self.num_generations if self.model.training else self.num_generations_eval  # as TRL groups
+        groups = torch.arange(rewards.shape[0], device=device) // group_size
         advantages = compute_advantages("bot_grpo", rewards, mask, groups, **self.advantage_options)
         start = self.accelerator.process_index * len(rows)
         return advantages[start: start + len(rows), :width]
@@ -162,6 +172,18 @@ class BoTGRPOTrainer(GRPOTrainer):
         from accelerate.utils import pad_across_processes
 
         return self.accelerator.gather(pad_across_processes(local, dim=1, pad_index=0))
+
+
+SUPPORTED = {"scale_rewards": ("group",), "multi_objective_aggregation": ("sum_then_normalize",)}
+
+
+def _check_supported(args) -> None:
+    """Refuse the GRPOConfig values BoT-GRPO's advantages would silently ignore."""
+    for name, allowed in SUPPORTED.items():
+        value = getattr(args, name, allowed[0]) if args is not None else allowed[0]
+        if value not in allowed:
+            raise ValueError(f"BoTGRPOTrainer supports {name}={allowed[0]!r} only (got {value!r}): BoT-GRPO "
+                             "normalises each group's bag of token rewards, after summing the reward functions")
 
 
 def _combine(rows: Sequence[Optional[list[float]]], weights: Sequence[float]) -> Optional[list[float]]:
