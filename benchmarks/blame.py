@@ -43,7 +43,8 @@ SIGNALS: dict[str, tuple[str, Window]] = {
     "first error, 1 line": ("first_error", Window(1, "lines")),
     "first error, 2 lines": ("first_error", Window(2, "lines")),
     "all errors, 1 line (retired window)": ("all_errors", Window(1, "lines")),
-    "suffix (propagation)": ("suffix", Window(3, "tokens")),
+    "propagate (first parse error on)": ("propagate", Window(3, "tokens")),
+    "suffix (first diagnostic on)": ("suffix", Window(3, "tokens")),
     "oracle (diff to reference)": ("oracle", Window(3, "tokens")),
 }
 

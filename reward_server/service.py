@@ -165,7 +165,8 @@ class ScoringService:
             scorer = self.scorer(task)
             options = scorer.Options.model_validate(items[0].payload["options"])
             rollouts = [item.payload["rollout"] for item in items]
-            verdicts = scorer.score_batch([Rollout(r["completion"], r.get("prompt"), r.get("reference"))
+            verdicts = scorer.score_batch([Rollout(r["completion"], r.get("prompt"), r.get("reference"),
+                                                   r.get("finish_reason") == "length")
                                            for r in rollouts], options)
             if len(verdicts) != len(items):
                 raise RuntimeError(f"scorer {task!r} returned {len(verdicts)} results for {len(items)} rollouts")

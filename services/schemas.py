@@ -19,7 +19,7 @@ pipe) is replaced by U+FFFD in every string of a request, keys of ``options`` an
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -101,6 +101,9 @@ class RolloutIn(BaseModel):
                           "0 <= start <= end <= len(completion)); the server splits on whitespace when omitted")
     reference: Optional[JSONObject] = Field(
         None, description='task-specific ground truth, e.g. {"answer": "42"} (math) or {"spec": {...}} (react)')
+    finish_reason: Optional[Literal["stop", "length"]] = Field(
+        None, description="why generation ended: `length` (the token limit) makes code cut off by it fail as "
+                          "truncated output, blamed throughout")
 
 
 class RewardRequest(BaseModel):

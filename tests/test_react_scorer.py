@@ -194,3 +194,25 @@ def test_server_setting_requires_sandbox_layers():
         assert {"no_network", "clean_env"} <= set(service.scorer("react").pool.active_layers())
     finally:
         service.close()
+
+
+def test_code_cut_off_by_the_token_limit_is_truncated_output_fenced_or_not(scorer):
+    """A policy learned to drop the fence and run into the token limit: the parser then reports
+    at the end of the file and only the last tokens were blamed. `finish_reason: length` makes
+    unfenced code that was cut off fail as truncated output, blamed throughout."""
+    cut = "export function A() {\n  return (\n    <div>\n      <p>x</p>\n      <p>y</p>\n      <p"
+    free, truncated = scorer.score_batch([Rollout(cut), Rollout(cut, truncated=True)], ReactOptions(level="syntax"))
+    assert free.details["reason"] == "compile error" and free.local_default == 0.0
+    assert truncated.details["reason"] == "unterminated code block (truncated output)"
+    assert truncated.local_default == -1.0 and set(tokens(cut, truncated)[1]) == {-1.0}
+    # a closed fence followed by text the limit cut off: the code itself is whole and judged as usual
+    [whole] = scorer.score_batch([Rollout(COUNTER + "\nThis component counts and", truncated=True)], ReactOptions())
+    assert whole.passed is True
+
+
+def test_propagate_blames_from_the_first_parse_error_to_the_end(scorer):
+    [result] = scorer.score_batch([Rollout(GLUED_ATTRIBUTE)], ReactOptions(level="syntax", local="propagate"))
+    chars = local_chars(GLUED_ATTRIBUTE, result)
+    mistake = GLUED_ATTRIBUTE.index('"title"Back')
+    assert chars[mistake] == -1.0 and chars[-1] == -1.0           # the window and everything after
+    assert chars[:GLUED_ATTRIBUTE.index('="title"')].max() == 0.0  # the completable prefix is not blamed

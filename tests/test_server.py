@@ -163,3 +163,17 @@ def test_backpressure_answers_503_with_retry_after(tmp_path):
             assert len(client.score("math", math_rollouts(3))) == 3
     finally:
         srv.stop()
+
+
+def test_finish_reason_length_makes_cut_off_code_truncated_output(server):
+    cut = "export default function A() {\n  return <div><p>x</p><p"
+    rollouts = [{"id": "stop", "completion": cut, "finish_reason": "stop"},
+                {"id": "length", "completion": cut, "finish_reason": "length"}]
+    r = post(server, "/v1/rewards", {"task": "react", "options": {"level": "syntax"}, "rollouts": rollouts})
+    assert r.status_code == 200, r.text
+    stop, length = r.json()["results"]
+    assert stop["details"]["reason"] == "compile error" and max(stop["token_scores"]) > -1.0
+    assert length["details"]["reason"] == "unterminated code block (truncated output)"
+    assert set(length["token_scores"]) == {-1.0}
+    bad = post(server, "/v1/rewards", {"task": "react", "rollouts": [{"id": "x", "completion": cut, "finish_reason": "eos"}]})
+    assert bad.status_code == 422 and "finish_reason" in bad.text

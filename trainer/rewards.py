@@ -62,8 +62,9 @@ class RewardSource:
         """Start scoring ``batch``; ``references[j]`` belongs to prompt ``j``. ``options``
         override the source's scorer options for this batch (e.g. another compile level)."""
         rollouts = [{"id": str(i), "group": str(i // batch.group_size), "completion": text,
-                     "token_offsets": [list(s) for s in spans], "reference": references[i // batch.group_size]}
-                    for i, (text, spans) in enumerate(zip(batch.texts, batch.spans))]
+                     "token_offsets": [list(s) for s in spans], "reference": references[i // batch.group_size],
+                     "finish_reason": "length" if cut else "stop"}
+                    for i, (text, spans, cut) in enumerate(zip(batch.texts, batch.spans, batch.truncated.tolist()))]
         return self._pool.submit(self._score, rollouts, batch.completion_mask, {**self.options, **(options or {})})
 
     def _score(self, rollouts: list[dict], mask: torch.Tensor, options: dict[str, Any]) -> ScoredBatch:

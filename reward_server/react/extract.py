@@ -27,9 +27,14 @@ class CodeBlock:
     terminated: bool = True
 
 
-def extract_code(completion: str) -> CodeBlock | None:
+def extract_code(completion: str, truncated: bool = False) -> CodeBlock | None:
     """The first fenced block tagged as TS/JS (else the first fenced block), or the whole text
-    when there is no fence. None when there is no code at all (empty or whitespace)."""
+    when there is no fence. None when there is no code at all (empty or whitespace).
+
+    ``truncated``: the completion was cut off by a token limit (``finish_reason: length``).
+    Unfenced code is then cut off too, so its block is unterminated: without this, a policy
+    learns to drop the fence and run into the limit, where the parser reports at the end of
+    the file and the cut-off text goes unblamed."""
     blocks = list(_fenced_blocks(completion))
     if blocks:
         preferred = [b for lang, b in blocks if lang.lower() in _PREFERRED]
@@ -37,7 +42,7 @@ def extract_code(completion: str) -> CodeBlock | None:
         return block if block.code.strip() or not block.terminated else None
     if not completion.strip():
         return None
-    return CodeBlock(completion, 0, len(completion), fenced=False)
+    return CodeBlock(completion, 0, len(completion), fenced=False, terminated=not truncated)
 
 
 def _opening(completion: str, position: int) -> tuple[str, int] | None:

@@ -12,8 +12,13 @@ layer, :mod:`reward_server.composition`, weighs it against the outcome). Registr
     forbidden import, a type error) are independent findings and each is blamed in its window.
 ``all_errors``
     Every diagnostic in its window (the blame of the retired ``window`` scheme).
+``propagate``
+    Error propagation, the code analogue of math's: the first parse error's window *and
+    everything after it* (nothing built on a prefix that stopped being completable earns local
+    credit), plus each non-cascading finding's window. The code before the window keeps the
+    outcome alone; padding a failing completion after its error cannot dilute its blame.
 ``suffix``
-    Error propagation, the code analogue of math's: from the first error's window to the end.
+    From the first diagnostic's window (of any kind) to the end.
 ``oracle``
     The study's upper bound: the tokens where the code differs from the prompt's reference
     component (``reference["code"]``), ignoring one-for-one swaps of a name, string or number
@@ -144,6 +149,18 @@ def suffix(outcome: CompileOutcome, window: Window, reference: Optional[str] = N
     first = min(outcome.diagnostics, key=lambda d: d.start)
     start = outcome.code_start + blame_window(outcome.code, first, window)[0]
     return [SpanScore(start, outcome.length, BLAME)]
+
+
+@local_signal("propagate")
+def propagate(outcome: CompileOutcome, window: Window, reference: Optional[str] = None) -> list[SpanScore]:
+    """The first parse error's window through the end, plus each non-cascading diagnostic's window."""
+    ordered = sorted(outcome.diagnostics, key=lambda d: d.start)
+    spans = _spans(outcome, [blame_window(outcome.code, d, window) for d in ordered if not cascades(d)])
+    first_parse = next((d for d in ordered if cascades(d)), None)
+    if first_parse is not None:
+        start = outcome.code_start + blame_window(outcome.code, first_parse, window)[0]
+        spans.append(SpanScore(start, outcome.length, BLAME))
+    return spans
 
 
 @local_signal("none")

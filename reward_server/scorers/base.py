@@ -25,11 +25,13 @@ class SpanScore:
 
 @dataclass(frozen=True)
 class Rollout:
-    """What a scorer is given: the completion and, optionally, its prompt and reference."""
+    """What a scorer is given: the completion and, optionally, its prompt and reference.
+    ``truncated``: generation stopped at the token limit, not at an end token."""
 
     completion: str
     prompt: str | None = None
     reference: Mapping[str, Any] | None = None
+    truncated: bool = False
 
 
 @dataclass

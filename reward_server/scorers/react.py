@@ -98,7 +98,7 @@ class ReactScorer:
 
     def score_batch(self, rollouts: Sequence[Rollout], options: BaseModel) -> list[ScoreResult]:
         opts = options if isinstance(options, ReactOptions) else ReactOptions.model_validate(options)
-        blocks = [extract_code(r.completion) for r in rollouts]
+        blocks = [extract_code(r.completion, r.truncated) for r in rollouts]
         todo = [i for i, b in enumerate(blocks) if b is not None and b.terminated]
         compiled = dict(zip(todo, self.pool.compile_many([blocks[i].code for i in todo], opts.level, self._allow)))
         return [self._score_one(r, blocks[i], compiled.get(i), opts) for i, r in enumerate(rollouts)]
