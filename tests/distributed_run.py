@@ -1,6 +1,9 @@
 """Entry point for the data-parallel tests: train per a JSON config, save this rank's parameters.
 
     torchrun --nproc_per_node 2 tests/distributed_run.py CONFIG_JSON OUT_DIR
+
+With ``engine: vllm`` the CPU stand-in for vLLM (tests/fake_vllm.py) takes vLLM's place, and
+each rank also saves what its engine was built with and the weights it was handed.
 """
 import json
 import sys
@@ -16,12 +19,20 @@ from trainer.loop import Trainer
 def main() -> None:
     torch.set_num_threads(1)
     cfg = TrainConfig.model_validate(json.loads(Path(sys.argv[1]).read_text()))
+    if cfg.engine == "vllm":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests import fake_vllm
+        fake_vllm.install()
     trainer = Trainer(cfg)
     try:
         trainer.train()
         state = {name: p.detach().full_tensor() if hasattr(p, "full_tensor") else p.detach()
                  for name, p in unwrap(trainer.model).named_parameters()}
         torch.save(state, Path(sys.argv[2]) / f"rank{trainer.d.rank}.pt")
+        if cfg.engine == "vllm":
+            llm = trainer.engine.llm
+            torch.save({"kwargs": llm.kwargs, "rank": llm.rank, "in_process": llm.in_process, "loaded": llm.loaded,
+                        "events": llm.events}, Path(sys.argv[2]) / f"vllm{trainer.d.rank}.pt")
     finally:
         trainer.close()
 

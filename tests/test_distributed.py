@@ -16,22 +16,46 @@ SCRIPT = Path(__file__).with_name("distributed_run.py")
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ddp")
     setup = tiny_math_setup(tmp)
+    # a short warm start: a random-init policy writes no answer, every token then scores the
+    # lowest reward, every advantage is 0 and no weight would move
+    from trainer.sft import sft
+    from trainer.tasks import arith
+    sft(setup["model"], arith.make_sft_corpus(200, 0), max_steps=60, max_seconds=None, lr=5e-3)
     server = LiveServer(tmp, env={"BOTGRPO_WARM_SCORERS": "false"})
     yield tmp, setup, server
     server.stop()
 
 
-def run(tmp, setup, server, name, nproc, mode):
+def run(tmp, setup, server, name, nproc, mode, **overrides):
     out = tmp / name
     out.mkdir()
     cfg = tiny_config(setup, out / "run", reward_url=server.url, steps=2, eval_dataset=None, plot=False,
-                      prompts_per_step=4, distributed=mode, micro_batch_size=4)
+                      prompts_per_step=4, distributed=mode, micro_batch_size=4, **overrides)
     (out / "cfg.json").write_text(cfg.model_dump_json())
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
            str(SCRIPT), str(out / "cfg.json"), str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     return [torch.load(out / f"rank{r}.pt") for r in range(nproc)]
+
+
+def test_fsdp_ranks_hand_their_vllm_engines_full_weights(env):
+    """Each torchrun rank builds an in-process engine (external launcher) and, under FSDP, hands it
+    every parameter whole (gathered from the shards), exactly the unsharded model's."""
+    tmp, setup, server = env
+    run(tmp, setup, server, "vllm-fsdp", 2, "fsdp", engine="vllm", sampling={"max_new_tokens": 6})
+    from transformers import AutoModelForCausalLM
+    initial = AutoModelForCausalLM.from_pretrained(setup["model"]).state_dict()
+    for rank in range(2):
+        engine = torch.load(tmp / "vllm-fsdp" / f"vllm{rank}.pt", weights_only=False)
+        assert engine["kwargs"]["distributed_executor_backend"] == "external_launcher" and engine["in_process"]
+        assert engine["rank"] == (rank, rank)
+        assert len(engine["loaded"]) == 2  # before each of the two steps' generations
+        first = engine["loaded"][0]
+        assert first.keys() == initial.keys()
+        for name, tensor in initial.items():
+            assert torch.equal(first[name], tensor.float()), name
+        assert any(not torch.equal(engine["loaded"][1][n], first[n]) for n in first)  # step 2 got the update
 
 
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
