@@ -522,11 +522,14 @@ def test_without_bubblewrap_the_server_starts_and_says_what_to_install(tmp_path)
         srv.stop()
 
 
-def test_a_required_layer_the_host_lacks_stops_serve_with_a_clear_message(tmp_path):
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_required_layer_the_host_lacks_stops_serve_with_a_clear_message(tmp_path, command):
+    """`botgrpo worker` compiles too (with Redis, the workers run the sandbox): the same check."""
     import subprocess
     from botgrpo.processes import clean_env, free_port
     env = clean_env({"PATH": _path_without_bwrap(tmp_path), "BOTGRPO_SANDBOX_REQUIRE": "[fs_view]"})
-    done = subprocess.run([sys.executable, "-m", "botgrpo.cli", "serve", "--port", str(free_port())], env=env,
+    args = ["--port", str(free_port())] if command == "serve" else ["--redis-url", "redis://127.0.0.1:1/0"]
+    done = subprocess.run([sys.executable, "-m", "botgrpo.cli", command, *args], env=env,
                           capture_output=True, text=True, timeout=120)
     out = done.stdout + done.stderr
     assert done.returncode != 0 and "fs_view" in out and "apt-get install bubblewrap" in out, out[-2000:]

@@ -39,6 +39,22 @@ def tune_gc() -> None:
     gc.set_threshold(100_000, 20, 100)
 
 
+def announce_isolation(command: str, settings, details: str) -> bool:
+    """Print ``botgrpo <command>: <isolation line><details>`` (and a warning naming what to
+    install where layers are missing); False, with the reason on stderr, when a required layer
+    is missing and the command must not start."""
+    report = isolation_report(settings)
+    if report["error"]:
+        print(f"botgrpo {command}: cannot start: {report['error']}; sandbox_require={settings.sandbox_require} "
+              f"(set BOTGRPO_SANDBOX_REQUIRE=auto to run with what this host has, and a warning)", file=sys.stderr,
+              flush=True)
+        return False
+    print(f"botgrpo {command}: {isolation_line(report)}{details}", flush=True)
+    if report["hint"]:
+        print(f"botgrpo {command}: WARNING: {report['hint']}", file=sys.stderr, flush=True)
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -46,18 +62,11 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_server_settings(args.config, overrides={
         "host": args.host, "port": args.port, "redis_url": args.redis_url, "workers": args.workers})
-    report = isolation_report(settings)
-    if report["error"]:
-        print(f"botgrpo serve: cannot start: {report['error']}; sandbox_require={settings.sandbox_require} "
-              f"(set BOTGRPO_SANDBOX_REQUIRE=auto to run with what this host has, and a warning)", file=sys.stderr,
-              flush=True)
-        return 2
     mode = f"Redis queue at {settings.redis_url}" if settings.redis_url else "in-process queue and workers"
     where = " (compiles run in `botgrpo worker`)" if settings.redis_url else ""
-    print(f"botgrpo serve: {isolation_line(report)}{where}; {mode}; auth {'on' if settings.api_key else 'off'}; "
-          f"http://{settings.host}:{settings.port}/docs", flush=True)
-    if report["hint"]:
-        print(f"botgrpo serve: WARNING: {report['hint']}", file=sys.stderr, flush=True)
+    if not announce_isolation("serve", settings, f"{where}; {mode}; auth {'on' if settings.api_key else 'off'}; "
+                                                 f"http://{settings.host}:{settings.port}/docs"):
+        return 2
     app = create_app(settings)
     tune_gc()
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)

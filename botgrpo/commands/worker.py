@@ -18,16 +18,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from botgrpo.commands.serve import announce_isolation
     from reward_server.service import ScoringService
     from services.queue import run_worker
 
     settings = load_server_settings(args.config, overrides={"redis_url": args.redis_url})
     if not settings.redis_url:
         raise SystemExit("botgrpo worker: no Redis URL (pass --redis-url or set REDIS_URL)")
+    if not announce_isolation("worker", settings, f"; consuming {settings.redis_url}"):
+        return 2
     service = ScoringService(settings)
     if settings.warm_scorers:
         service.warm_up()
-    print(f"botgrpo worker: consuming {settings.redis_url}", flush=True)
     try:
         asyncio.run(run_worker(settings.redis_url, service.handle, consumer=args.consumer,
                                batch_size=args.batch_size or settings.score_batch,
