@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--apply-chat-template", action="store_true", default=None,
+                        help="text prompts become a user message of the tokenizer's chat template "
+                             "(conversational prompts always get it)")
     parser.add_argument("--prompt-column", default="prompt")
     parser.add_argument("--reference-column", default="reference")
     parser.add_argument("--reward-url", help="reward server (default: an embedded one)")
@@ -34,20 +37,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from trainer.data import load_examples
     from trainer.evaluate import evaluate
+    from trainer.precision import load_causal_lm
     from trainer.rewards import EmbeddedServer, RewardSource
     from trainer.rollout.base import SamplingParams
     from trainer.rollout.hf import HFEngine
+    from trainer.rollout.prompts import PromptEncoder
 
     if max(args.k) > args.samples:
         raise SystemExit(f"botgrpo eval: pass@{max(args.k)} needs --samples >= {max(args.k)}")
     levels = args.levels or (["syntax", "build", "typecheck"] if args.task == "react" else [None])
     examples = load_examples(args.dataset, args.prompt_column, args.reference_column)[: args.prompts]
-    engine = HFEngine(AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model),
-                      seed=args.seed)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    encoder = PromptEncoder(tokenizer, args.apply_chat_template)
+    encoder.check([e.prompt for e in examples])
+    device = "cuda" if __import__("torch").cuda.is_available() else "cpu"
+    # the trainer's numerics and end tokens (the generation config's), so eval samples as training did
+    engine = HFEngine(load_causal_lm(args.model, device).eval(), tokenizer, seed=args.seed, encoder=encoder)
     sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p)
     with ExitStack() as stack:
         url = args.reward_url or stack.enter_context(EmbeddedServer()).url
