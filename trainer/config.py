@@ -57,7 +57,6 @@ class TrainConfig(BaseModel):
     # sampling and batch
     engine: Literal["hf", "vllm"] = Field("hf", description="rollout engine: transformers (any device) or vLLM (GPU, extra [vllm])")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="share of GPU memory for vLLM (weights and KV cache)")
-    vllm_tensor_parallel_size: int = Field(1, ge=1, description="vLLM tensor parallelism (torchrun ranks per engine)")
     vllm_max_model_len: Optional[int] = Field(None, ge=1, description="vLLM context length (unset: the model's)")
     vllm_sleep: bool = Field(True, description="sleep vLLM (level 2: weights and KV cache freed) while training")
     vllm_kwargs: dict[str, Any] = Field(default_factory=dict, description="further `vllm.LLM` arguments")

@@ -113,7 +113,7 @@ class Trainer:
             return VLLMEngine(unwrap(self.model), self.tokenizer, self.resumed_from or c.model, seed=c.seed,
                               encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16, sleep=c.vllm_sleep,
                               gpu_memory_utilization=c.vllm_gpu_memory_utilization,
-                              tensor_parallel_size=c.vllm_tensor_parallel_size, max_model_len=c.vllm_max_model_len,
+                              max_model_len=c.vllm_max_model_len,
                               **c.vllm_kwargs)
         return HFEngine(unwrap(self.model), self.tokenizer, seed=self.cfg.seed, everyone_finished=synced,
                         encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16)

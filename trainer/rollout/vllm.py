@@ -109,9 +109,12 @@ class VLLMEngine:
 
     def __init__(self, model, tokenizer, model_path: str, *, seed: int = 0, encoder: Optional[PromptEncoder] = None,
                  stop_ids: Optional[Sequence[int]] = None, bf16: bool = True, sleep: bool = True,
-                 gpu_memory_utilization: float = 0.3, tensor_parallel_size: int = 1,
-                 max_model_len: Optional[int] = None, **llm_kwargs: Any):
+                 gpu_memory_utilization: float = 0.3, max_model_len: Optional[int] = None, **llm_kwargs: Any):
         from vllm import LLM  # the [vllm] extra
+
+        if llm_kwargs.get("tensor_parallel_size", 1) != 1:
+            # the ranks of a tensor-parallel group would have to sample the same prompts (gathered), not their own
+            raise ValueError("tensor_parallel_size > 1 is not supported by this engine: one engine per rank")
 
         self.model, self.tokenizer, self.seed, self.sleep = model, tokenizer, seed, sleep
         self.encoder = encoder or PromptEncoder(tokenizer)
@@ -121,12 +124,12 @@ class VLLMEngine:
         self.dtype = torch.bfloat16 if bf16 else torch.float32
         _launcher_env()
         kwargs = dict(model=str(model_path), seed=seed, dtype="bfloat16" if bf16 else "float32",
-                      gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
+                      gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=1,
                       distributed_executor_backend="external_launcher", enable_sleep_mode=sleep,
                       logprobs_mode="processed_logprobs")
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
-        kwargs.update(llm_kwargs)
+        kwargs.update({k: v for k, v in llm_kwargs.items() if k != "tensor_parallel_size"})
         self.llm = LLM(**kwargs)
         self.stale = True  # the policy's weights may differ from the directory's (resume, warm start)
         self.asleep: set[str] = set()
