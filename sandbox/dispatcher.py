@@ -73,6 +73,7 @@ class Job:
     allow: tuple[str, ...]
     future: Future
     extra: dict[str, Any] = field(default_factory=dict)
+    budget_s: float = 0.0  # time the job may take beyond a compile (a render's own timeout)
 
     def request(self, request_id: str) -> dict[str, Any]:
         return {"id": request_id, "code": self.code, "level": self.level,
@@ -266,7 +267,7 @@ class WorkerSlot:
             return
         by_id = {f"{self.name}-{next(self._ids)}": job for job in batch}
         started = time.monotonic()
-        total_timeout = self._timeout_s * (1 if len(batch) == 1 else 2)
+        total_timeout = self._timeout_s * (1 if len(batch) == 1 else 2) + sum(job.budget_s for job in batch)
         try:
             responses = worker.exchange([job.request(i) for i, job in by_id.items()],
                                         idle_timeout_s=self._timeout_s,

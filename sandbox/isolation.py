@@ -39,6 +39,11 @@ ALL_LAYERS: tuple[str, ...] = (
     DROP_PRIVILEGES,
 )
 
+# Rendering executes model-written code: the layers that keep it off the host's files and
+# network must be there, or the pool refuses to render (compiling still works without them).
+RENDER_LAYERS: tuple[str, ...] = (NO_NETWORK, FS_VIEW, DROP_PRIVILEGES)
+RENDER_OPT_OUT_ENV = "BOTGRPO_RENDER_UNISOLATED"
+
 _RLIMIT_LAYERS = {
     CPU_LIMIT: "RLIMIT_CPU",
     MEMORY_LIMIT: "RLIMIT_DATA",
@@ -139,3 +144,24 @@ def resolve_layers(config: IsolationConfig, host: HostCapabilities | None = None
         ) else "needs unshare(1) or bubblewrap with namespace support"
         raise IsolationUnavailable(missing, hint)
     return frozenset(host.layers - config.disable)
+
+
+def render_opted_out() -> bool:
+    """The operator's explicit opt-out of :data:`RENDER_LAYERS` (``BOTGRPO_RENDER_UNISOLATED=1``)."""
+    import os
+
+    return os.environ.get(RENDER_OPT_OUT_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def render_refusal(layers: frozenset[str], allow_unisolated: bool = False) -> str | None:
+    """Why rendering must be refused with these active ``layers`` (None: it may run). Rendering
+    executes model code, so it needs every layer of :data:`RENDER_LAYERS` unless the operator
+    opted out (``allow_unisolated`` or ``BOTGRPO_RENDER_UNISOLATED=1``)."""
+    missing = [layer for layer in RENDER_LAYERS if layer not in layers]
+    if not missing or allow_unisolated or render_opted_out():
+        return None
+    hint = ("install bubblewrap (apt-get install bubblewrap) on a host with user namespaces"
+            if {FS_VIEW, DROP_PRIVILEGES} & set(missing) else "needs unshare(1) or bubblewrap with namespace support")
+    return (f"level 'render' executes model-written code and needs the sandbox layers {', '.join(missing)}, "
+            f"which this host lacks: {hint}; compiling (syntax, build, typecheck) still works. To render without "
+            f"them anyway, set {RENDER_OPT_OUT_ENV}=1")

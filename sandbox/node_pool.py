@@ -3,6 +3,12 @@
     pool = NodePool(size=2, timeout_s=5.0)
     results = pool.compile_many(codes, level="build", allow=("lodash",))
     result = await pool.acompile(code, level="typecheck")
+    result = pool.compile(code, level="render", lint=True)     # executes it: result.render, result.lint
+
+Level ``render`` runs the component (server-side, in a fresh realm on a render thread with its
+own heap limit) and therefore needs the isolation layers of :data:`sandbox.isolation.RENDER_LAYERS`:
+without them it raises :class:`~sandbox.isolation.IsolationUnavailable` unless the operator
+opted out (``render_unisolated=True`` or ``BOTGRPO_RENDER_UNISOLATED=1``).
 
 Spawning a compiler per file costs 50-100 ms; a warm worker answers a build in ~1 ms and a
 typecheck in ~3 ms amortised (it batches files into one native tsgo run). Jobs go into one
@@ -19,17 +25,19 @@ import asyncio
 import queue
 import threading
 from concurrent.futures import Future
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from sandbox import isolation as iso
 from sandbox.dispatcher import Job, PoolStats, WorkerSlot
-from sandbox.results import CompileResult, Diagnostic, failure
+from sandbox.results import CompileResult, Diagnostic, RenderResult, failure
 from sandbox.scratch import sweep_stale
 
-__all__ = ["NodePool", "CompileResult", "Diagnostic", "LEVELS", "IsolationConfig"]
+__all__ = ["NodePool", "CompileResult", "Diagnostic", "RenderResult", "LEVELS", "IsolationConfig"]
 
-LEVELS = ("syntax", "build", "typecheck")
+LEVELS = ("syntax", "build", "typecheck", "render")
 IsolationConfig = iso.IsolationConfig
+RenderOptions = Mapping[str, Any]  # {props, component, empty, wrappers, timeout_ms, max_html_chars, ...}
+DEFAULT_RENDER_TIMEOUT_MS = 1000
 
 
 class NodePool:
@@ -46,18 +54,24 @@ class NodePool:
         max_batch: int = 32,
         max_requests_per_worker: int = 20_000,
         enable_debug_levels: bool = False,
+        render_unisolated: bool = False,
+        render_heap_mb: int = 256,
     ) -> None:
         """``max_response_bytes`` is above ``max_code_bytes`` because summaries echo JSX text.
-        ``enable_debug_levels`` turns on test-only worker levels (debug_hang, debug_crash)."""
+        ``enable_debug_levels`` turns on test-only worker levels (debug_hang, debug_crash).
+        ``render_unisolated`` lets level ``render`` run without the filesystem and network
+        layers (an explicit operator choice); ``render_heap_mb`` caps a render thread's heap."""
         if size < 1:
             raise ValueError("size must be >= 1")
         self.size = size
         self.timeout_s = timeout_s
         self.isolation = isolation or iso.IsolationConfig()
         self.max_code_bytes = max_code_bytes
+        self.render_unisolated = render_unisolated
         # One tsgo run may take this long before the worker kills it and re-runs its batch
         # without the slow file; below timeout_s, so the worker answers before we give up on it.
-        extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(max(500, int(timeout_s * 600)))}
+        extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(max(500, int(timeout_s * 600))),
+                     "BOTGRPO_RENDER_HEAP_MB": str(int(render_heap_mb))}
         if enable_debug_levels:
             extra_env["BOTGRPO_SANDBOX_DEBUG"] = "1"
         self._stats = PoolStats()
@@ -154,15 +168,40 @@ class NodePool:
 
     # -- compiling -----------------------------------------------------------------------
 
-    def submit(self, code: str, level: str = "build", allow: Iterable[str] = ()) -> Future:
-        """Queue one file; the Future resolves to a CompileResult (never an exception)."""
+    def submit(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool = False,
+               render: RenderOptions | None = None) -> Future:
+        """Queue one file; the Future resolves to a CompileResult (never an exception).
+        ``lint`` adds ESLint's findings (``result.lint``); ``render`` holds the options of
+        level ``render`` (props, empty-render policy, timeout_ms, ...: ``sandbox/README.md``).
+        Raises :class:`~sandbox.isolation.IsolationUnavailable` for ``render`` on a host
+        without the layers it needs (see the module docstring)."""
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
-        return self._submit(code, level, tuple(str(a) for a in allow))
+        if level == "render":
+            self.check_render()
+        return self._submit(code, level, tuple(str(a) for a in allow), lint, render)
 
-    def _submit(self, code: str, level: str, allow: tuple[str, ...]) -> Future:
+    def render_refusal(self) -> str | None:
+        """Why this pool will not render (None: it will), from its active layers."""
+        return iso.render_refusal(self.active_layers(), self.render_unisolated)
+
+    def check_render(self) -> None:
+        """Raise :class:`~sandbox.isolation.IsolationUnavailable` when rendering is refused."""
+        reason = self.render_refusal()
+        if reason is not None:
+            missing = [layer for layer in iso.RENDER_LAYERS if layer not in self.active_layers()]
+            raise iso.IsolationUnavailable(missing, reason)
+
+    def _submit(self, code: str, level: str, allow: tuple[str, ...], lint: bool = False,
+                render: RenderOptions | None = None) -> Future:
         future: Future = Future()
-        job = Job(code=code, level=level, allow=allow, future=future)
+        extra: dict[str, Any] = {"lint": True} if lint else {}
+        budget_s = 0.0
+        if level == "render":
+            options = dict(render or {})
+            extra["render"] = options
+            budget_s = float(options.get("timeout_ms") or DEFAULT_RENDER_TIMEOUT_MS) / 1000 + 1.0
+        job = Job(code=code, level=level, allow=allow, future=future, extra=extra, budget_s=budget_s)
         if not isinstance(code, str):
             job.resolve(failure("", "code must be a string"))
         elif len(code.encode("utf-8", "surrogatepass")) > self.max_code_bytes:
@@ -183,24 +222,31 @@ class NodePool:
                 return
         job.resolve(failure(job.code, "Compile pool closed", crashed=True))
 
-    def compile(self, code: str, level: str = "build", allow: Iterable[str] = ()) -> CompileResult:
-        return self.submit(code, level, allow).result()
+    def compile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool = False,
+                render: RenderOptions | None = None) -> CompileResult:
+        return self.submit(code, level, allow, lint=lint, render=render).result()
 
-    def compile_many(self, codes: Sequence[str], level: str = "build",
-                     allow: Iterable[str] = ()) -> list[CompileResult]:
-        """Compile files in parallel over all workers; results keep the input order."""
+    def compile_many(self, codes: Sequence[str], level: str = "build", allow: Iterable[str] = (), *,
+                     lint: bool = False,
+                     render: RenderOptions | Sequence[RenderOptions | None] | None = None) -> list[CompileResult]:
+        """Compile files in parallel over all workers; results keep the input order. ``render``
+        is one options mapping for every file or a sequence of them, one per file."""
         allow = tuple(allow)
-        futures = [self.submit(code, level, allow) for code in codes]
+        per_file = _per_file(render, len(codes))
+        futures = [self.submit(code, level, allow, lint=lint, render=options) for code, options in zip(codes, per_file)]
         return [f.result() for f in futures]
 
-    async def acompile(self, code: str, level: str = "build",
-                       allow: Iterable[str] = ()) -> CompileResult:
-        return await asyncio.wrap_future(self.submit(code, level, allow))
+    async def acompile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool = False,
+                       render: RenderOptions | None = None) -> CompileResult:
+        return await asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=render))
 
-    async def acompile_many(self, codes: Sequence[str], level: str = "build",
-                            allow: Iterable[str] = ()) -> list[CompileResult]:
+    async def acompile_many(self, codes: Sequence[str], level: str = "build", allow: Iterable[str] = (), *,
+                            lint: bool = False,
+                            render: RenderOptions | Sequence[RenderOptions | None] | None = None) -> list[CompileResult]:
         allow = tuple(allow)
-        futures = [asyncio.wrap_future(self.submit(code, level, allow)) for code in codes]
+        per_file = _per_file(render, len(codes))
+        futures = [asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=options))
+                   for code, options in zip(codes, per_file)]
         return list(await asyncio.gather(*futures))
 
     def _debug(self, level: str, code: str = "", **fields: object) -> Future:
@@ -209,3 +255,12 @@ class NodePool:
         future: Future = Future()
         self._enqueue(Job(code=code, level=level, allow=(), future=future, extra=dict(fields)))
         return future
+
+
+def _per_file(render: Any, n: int) -> list[Any]:
+    if render is None or isinstance(render, Mapping):
+        return [render] * n
+    options = list(render)
+    if len(options) != n:
+        raise ValueError(f"render options for {len(options)} files, but {n} files")
+    return options

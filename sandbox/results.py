@@ -20,8 +20,11 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """A compiler error. ``start``/``end`` index the Python ``str`` (code points), [start, end);
-    ``line`` is 1-based, ``col`` 0-based in code points."""
+    """A compiler error, a render failure or a lint finding. ``start``/``end`` index the Python
+    ``str`` (code points), [start, end); ``line`` is 1-based, ``col`` 0-based in code points.
+    ``rule`` names what found it beyond the compilers: an ESLint rule (``react/jsx-key``,
+    ``react-hooks/rules-of-hooks``) or a render check (``render/throw``, ``render/empty``,
+    ``render/timeout``, ...); ``start == end == 0`` with a ``render/...`` rule has no place."""
 
     start: int
     end: int
@@ -29,6 +32,51 @@ class Diagnostic:
     col: int
     message: str
     severity: str = "error"
+    rule: str | None = None
+
+    @property
+    def located(self) -> bool:
+        return self.end > self.start or self.rule is None
+
+
+# Render statuses that are the sandbox's limits or rules, not an ordinary bug: scored lowest.
+FATAL_RENDER = frozenset({"timeout", "memory", "stack", "violation", "output", "crashed"})
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """What executing the component showed (level ``render``; see ``sandbox/README.md``).
+
+    ``status``: ``ok``; ``error`` (a throw or an invalid element), ``empty``, ``hooks`` (broke
+    the rules of hooks), ``no_component``; ``not_built``; or a fatal one (:data:`FATAL_RENDER`):
+    ``timeout``, ``memory``, ``stack``, ``violation`` (reached for the host, modified a
+    built-in), ``output`` (markup or console flood), ``crashed``. ``html`` is the server
+    render's markup, ``text`` a sample of its visible text."""
+
+    status: str
+    message: str = ""
+    html: str = ""
+    text: str = ""
+    text_chars: int = 0
+    elements: int = 0
+    tags: dict[str, int] = field(default_factory=dict)
+    component: str | None = None
+    props: dict[str, Any] = field(default_factory=dict)
+    props_from: str = "none"
+    effects: int = 0
+    timers: int = 0
+    effect_errors: list[str] = field(default_factory=list)
+    console_bytes: int = 0
+    violations: list[str] = field(default_factory=list)
+    ms: float = 0.0
+
+    @property
+    def fatal(self) -> bool:
+        return self.status in FATAL_RENDER
+
+    @property
+    def rendered(self) -> bool:
+        return self.status == "ok"
 
 
 @dataclass(frozen=True)
@@ -41,6 +89,8 @@ class CompileResult:
     timed_out: bool = False
     crashed: bool = False
     elapsed_s: float = 0.0
+    lint: list[Diagnostic] = field(default_factory=list)
+    render: RenderResult | None = None
 
 
 class Utf16Index:
@@ -104,22 +154,49 @@ def failure(code: str, message: str, elapsed_s: float = 0.0, *, timed_out: bool 
                          timed_out=timed_out, crashed=crashed, elapsed_s=elapsed_s)
 
 
+def _diagnostics(raws: Any, index: Utf16Index, redact: tuple[tuple[str, str], ...]) -> list[Diagnostic]:
+    out = []
+    for raw in raws or []:
+        start = index.to_index(raw.get("start", 0))
+        end = max(start, index.to_index(raw.get("end", 0)))
+        line, col = index.line_col(start)
+        rule = raw.get("rule")
+        out.append(Diagnostic(start=start, end=end, line=line, col=col,
+                              message=clean_message(raw.get("message", ""), redact),
+                              severity=str(raw.get("severity", "error")),
+                              rule=clean_message(rule)[:100] if rule else None))
+    return out
+
+
+def _render(raw: Any, redact: tuple[tuple[str, str], ...]) -> RenderResult | None:
+    if not isinstance(raw, dict):
+        return None
+    tags = raw.get("tags") if isinstance(raw.get("tags"), dict) else {}
+    props = raw.get("props") if isinstance(raw.get("props"), dict) else {}
+    return RenderResult(
+        status=str(raw.get("status", "crashed")), message=clean_message(raw.get("message", ""), redact),
+        html=_SURROGATE.sub("\ufffd", str(raw.get("html", ""))), text=_SURROGATE.sub("\ufffd", str(raw.get("text", ""))), text_chars=int(raw.get("textChars", 0) or 0),
+        elements=int(raw.get("elements", 0) or 0), tags={str(k): int(v) for k, v in tags.items()},
+        component=str(raw["component"]) if raw.get("component") is not None else None, props=props,
+        props_from=str(raw.get("props_from", "none")), effects=int(raw.get("effects", 0) or 0),
+        timers=int(raw.get("timers", 0) or 0),
+        effect_errors=[clean_message(e, redact)[:300] for e in raw.get("effectErrors") or []][:5],
+        console_bytes=int(raw.get("consoleBytes", 0) or 0),
+        violations=[clean_message(v, redact)[:200] for v in raw.get("violations") or []][:20],
+        ms=float(raw.get("ms", 0.0) or 0.0))
+
+
 def from_response(code: str, response: dict[str, Any], elapsed_s: float,
                   redact: Iterable[tuple[str, str]] = ()) -> CompileResult:
     """Convert one worker response line (already JSON-decoded) into a CompileResult.
     Raises on a malformed response (the dispatcher turns that into a failing result)."""
     index = Utf16Index(code)
     redact = tuple(redact)
-    diagnostics = []
-    for raw in response.get("diagnostics") or []:
-        start = index.to_index(raw.get("start", 0))
-        end = max(start, index.to_index(raw.get("end", 0)))
-        line, col = index.line_col(start)
-        diagnostics.append(Diagnostic(start=start, end=end, line=line, col=col,
-                                      message=clean_message(raw.get("message", ""), redact),
-                                      severity=str(raw.get("severity", "error"))))
+    diagnostics = _diagnostics(response.get("diagnostics"), index, redact)
     summary = _convert_spans(response.get("summary") or {}, index)
     timed_out, crashed = bool(response.get("timed_out")), bool(response.get("crashed"))
     return CompileResult(ok=bool(response.get("ok")) and not (timed_out or crashed),
                          diagnostics=diagnostics, summary=summary, timed_out=timed_out,
-                         crashed=crashed, elapsed_s=elapsed_s)
+                         crashed=crashed, elapsed_s=elapsed_s,
+                         lint=_diagnostics(response.get("lint"), index, redact),
+                         render=_render(response.get("render"), redact))

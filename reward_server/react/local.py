@@ -82,8 +82,10 @@ def local_signal(name: str):
 
 def cascades(diagnostic: Diagnostic) -> bool:
     """True for parse errors (later ones are mostly consequences of the first); False for
-    findings that stand alone: type errors (``TSxxxx``, except the TS1xxx syntax codes) and
-    import-policy refusals."""
+    findings that stand alone: type errors (``TSxxxx``, except the TS1xxx syntax codes),
+    import-policy refusals, and render failures and ESLint findings (a ``rule`` is set)."""
+    if getattr(diagnostic, "rule", None):
+        return False
     message = diagnostic.message
     if re.match(r"TS[2-9]\d{3}\b", message):
         return False

@@ -8,9 +8,12 @@ code and says which characters violate it (where a violation has a place).
 from __future__ import annotations
 
 from dataclasses import dataclass
+import json
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_RENDER_PROPS_CHARS = 20_000
 
 
 class Spec(BaseModel):
@@ -22,6 +25,16 @@ class Spec(BaseModel):
     elements: list[str] = Field(default_factory=list, description="JSX tags that must appear, e.g. ['button', 'ul']")
     text: list[str] = Field(default_factory=list, description="text that must appear in JSX text or string literals")
     props: dict[str, list[str]] = Field(default_factory=dict, description="tag -> prop names it must receive")
+    render_props: dict[str, Any] = Field(default_factory=dict, description="props to render the component with at "
+                                         "level render (JSON; {\"$fn\": name} is a function that does nothing), "
+                                         "over the defaults the sandbox infers from the prop types")
+
+    @field_validator("render_props")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if len(json.dumps(value)) > MAX_RENDER_PROPS_CHARS:
+            raise ValueError(f"render_props is over {MAX_RENDER_PROPS_CHARS} characters of JSON")
+        return value
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,12 @@ sandboxed Node pool (:mod:`sandbox.node_pool`), and answer in the recipe's two c
 spec). The retired token schemes survive as named ablations (``scheme``): ``window`` (every
 diagnostic blamed from the line above, failing text at -0.2: affinely ``local_weight`` 4/3)
 and ``uniform`` (``local_weight`` 0).
+
+Level ``render`` executes the component in the sandbox and renders it server-side; ``lint``
+adds ESLint; ``screenshot`` a PNG from headless Chromium. How their verdicts enter the outcome
+(``render_weight``) and their findings the local signal: :mod:`reward_server.react.render`.
+Rendering needs the sandbox's filesystem and network layers: without them a request for it is
+refused (422, naming what is missing) unless the operator set ``BOTGRPO_RENDER_UNISOLATED=1``.
 """
 from __future__ import annotations
 
@@ -27,8 +33,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from reward_server.composition import RecipeOptions
 from reward_server.react.extract import CodeBlock, extract_code
+from reward_server.react import render as rr
 from reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window
 from reward_server.react.spec import Spec, Violation, check_spec
+from sandbox import isolation as iso
 from sandbox.node_pool import CompileResult, IsolationConfig, NodePool
 
 from .base import Rollout, ScoreResult, SpanScore
@@ -41,12 +49,13 @@ SCHEMES: dict[str, dict[str, Any]] = {
 }
 
 
-class ReactOptions(RecipeOptions):
+class ReactOptions(RecipeOptions, rr.RenderOptions):
     """Per-request options of the ``react`` scorer."""
 
     model_config = ConfigDict(extra="forbid")
 
-    level: Literal["syntax", "build", "typecheck"] = Field("build", description="how far to compile")
+    level: Literal["syntax", "build", "typecheck", "render"] = Field(
+        "build", description="how far to check: compile (syntax, build, typecheck) or build and render")
     spec_weight: float = Field(0.5, ge=0, le=1, description="weight of the spec check in the outcome where a rollout has a spec")
     local: str = Field("first_error", description=f"local signal, one of {sorted(LOCAL_SIGNALS)}")
     window: int = Field(3, ge=0, le=20, description="how far blame reaches back before a reported error")
@@ -68,6 +77,14 @@ class ReactOptions(RecipeOptions):
             raise ValueError(f"unknown local signal {name!r}; choose one of {sorted(LOCAL_SIGNALS)}")
         return name
 
+    @model_validator(mode="after")
+    def _render_needs_isolation(self) -> "ReactOptions":
+        if self.level == "render":
+            reason = iso.render_refusal(iso.detect().layers)
+            if reason is not None:
+                raise ValueError(reason)
+        return self
+
 
 class ReactScorer:
     """Scores React/TSX completions; see the module docstring."""
@@ -76,11 +93,15 @@ class ReactScorer:
     Options: ClassVar[type[BaseModel]] = ReactOptions
 
     def __init__(self, pool: Optional[NodePool] = None, *, allow: Sequence[str] = (), pool_size: int = 2,
-                 timeout_s: float = 5.0, isolation: Optional[IsolationConfig] = None) -> None:
+                 timeout_s: float = 5.0, isolation: Optional[IsolationConfig] = None, render_unisolated: bool = False,
+                 screenshots: Any = None, screenshot_pool_size: int = 1) -> None:
         self._pool = pool
-        self._pool_args = dict(size=pool_size, timeout_s=timeout_s, isolation=isolation)
+        self._pool_args = dict(size=pool_size, timeout_s=timeout_s, isolation=isolation,
+                               render_unisolated=render_unisolated)
         self._allow = tuple(allow)
         self._lock = threading.Lock()
+        self._screenshots = screenshots
+        self._screenshot_args = dict(size=screenshot_pool_size, isolation=isolation)
 
     @property
     def pool(self) -> NodePool:
@@ -89,9 +110,20 @@ class ReactScorer:
                 self._pool = NodePool(**self._pool_args).start()
             return self._pool
 
+    @property
+    def screenshots(self):
+        """The Chromium pool, started on the first screenshot."""
+        with self._lock:
+            if self._screenshots is None:
+                from sandbox.screenshot import ScreenshotPool
+                self._screenshots = ScreenshotPool(**self._screenshot_args)
+            return self._screenshots
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+        if self._screenshots is not None:
+            self._screenshots.close()
 
     def healthy(self) -> bool:
         return self._pool is None or self._pool.healthy()
@@ -100,14 +132,37 @@ class ReactScorer:
         opts = options if isinstance(options, ReactOptions) else ReactOptions.model_validate(options)
         blocks = [extract_code(r.completion, r.truncated) for r in rollouts]
         todo = [i for i, b in enumerate(blocks) if b is not None and b.terminated]
-        compiled = dict(zip(todo, self.pool.compile_many([blocks[i].code for i in todo], opts.level, self._allow)))
-        return [self._score_one(r, blocks[i], compiled.get(i), opts) for i, r in enumerate(rollouts)]
+        render = None
+        if opts.level == "render":
+            specs = [_spec_of(rollouts[i]) for i in todo]
+            render = [rr.sandbox_render_options(opts, spec if isinstance(spec, Spec) else None) for spec in specs]
+        results = self.pool.compile_many([blocks[i].code for i in todo], opts.level, self._allow,
+                                         lint=opts.lint != "off", render=render)
+        compiled = dict(zip(todo, results))
+        scored = [self._score_one(r, blocks[i], compiled.get(i), opts) for i, r in enumerate(rollouts)]
+        if opts.screenshot and opts.level == "render":
+            self._attach_screenshots(scored, [compiled.get(i) for i in range(len(rollouts))], opts)
+        return scored
+
+    def _attach_screenshots(self, scored: list[ScoreResult], compiled: list[Optional[CompileResult]],
+                            opts: ReactOptions) -> None:
+        """details.screenshot_png for every rollout that rendered (an empty render included)."""
+        jobs = [(i, c.render.html) for i, c in enumerate(compiled)
+                if c is not None and c.render is not None and c.render.status in ("ok", "empty", "hooks")]
+        if not jobs:
+            return
+        shots = self.screenshots.shoot_many([html for _, html in jobs], opts.screenshot_width, opts.screenshot_height)
+        for (i, _), shot in zip(jobs, shots):
+            if shot.png is not None:
+                scored[i].details["screenshot_png"] = rr.encode_png(shot.png)
+            else:
+                scored[i].details["screenshot_error"] = shot.error
 
     def _score_one(self, rollout: Rollout, block: Optional[CodeBlock], compiled: Optional[CompileResult],
                    opts: ReactOptions) -> ScoreResult:
-        outcome = _outcome(rollout.completion, block, compiled)
-        details = _details(rollout.completion, outcome, block, compiled, opts.level)
-        compile_score = PASS if outcome.passed else FAIL
+        outcome = _outcome(rollout.completion, block, compiled, opts)
+        details = _details(rollout.completion, outcome, block, compiled, opts)
+        compile_score, _ = rr.verdicts(opts.level, compiled, opts)
         if outcome.fatal:
             local, local_default = [], BLAME
         elif outcome.passed:
@@ -117,44 +172,72 @@ class ReactScorer:
             signal = LOCAL_SIGNALS[opts.local]
             local = signal(outcome, Window(opts.window, opts.window_unit), reference if isinstance(reference, str) else None)
             local_default = 0.0
+        offset = block.start if block else 0
+        if not outcome.fatal and opts.local != "none":
+            local = local + rr.lint_spans(compiled, offset, opts)
         spec = _spec_of(rollout)
         if isinstance(spec, str):  # a malformed spec is the data's fault: say so, judge compile only
             details["spec_error"] = spec
             spec = None
         if spec is None:
             details["spec_passed"] = None
-            return ScoreResult(compile_score, outcome.passed, local, local_default, details)
+            return ScoreResult(FAIL if outcome.fatal else compile_score, outcome.passed, local, local_default, details)
         violations = _violations(spec, block, compiled)
-        offset = block.start if block else 0
         local = local + [SpanScore(offset + v.span[0], offset + v.span[1], BLAME) for v in violations if v.span]
         w = opts.spec_weight
-        score = (1 - w) * compile_score + w * (FAIL if violations else PASS)
+        # a fatal outcome (no code, truncated, a compiler or render the sandbox stopped) is the lowest there is
+        score = FAIL if outcome.fatal else (1 - w) * compile_score + w * (FAIL if violations else PASS)
         details.update(spec_passed=not violations, spec_violations=[v.message for v in violations])
         return ScoreResult(score, outcome.passed, local, local_default, details)
 
 
-def _outcome(completion: str, block: Optional[CodeBlock], compiled: Optional[CompileResult]) -> CompileOutcome:
+def _outcome(completion: str, block: Optional[CodeBlock], compiled: Optional[CompileResult],
+             opts: ReactOptions) -> CompileOutcome:
     if block is None:
         return CompileOutcome(len(completion), fatal="no code in the completion")
     if not block.terminated:
         return CompileOutcome(len(completion), block.start, block.code, fatal="unterminated code block (truncated output)")
     assert compiled is not None
-    fatal = "compiler timed out" if compiled.timed_out else "compiler crashed" if compiled.crashed else None
-    return CompileOutcome(len(completion), block.start, block.code, passed=compiled.ok and not fatal, fatal=fatal,
-                          diagnostics=tuple(compiled.diagnostics))
+    fatal = ("compiler timed out" if compiled.timed_out else "compiler crashed" if compiled.crashed
+             else rr.fatal_reason(compiled))
+    _, passed = rr.verdicts(opts.level, compiled, opts)
+    diagnostics = rr.located(compiled.diagnostics)
+    if opts.lint == "fail" and not compiled.diagnostics:
+        diagnostics = tuple(rr.lint_errors(compiled))  # a lint error is then the failure to blame
+    return CompileOutcome(len(completion), block.start, block.code, passed=passed and not fatal, fatal=fatal,
+                          diagnostics=diagnostics)
 
 
-def _details(completion: str, outcome: CompileOutcome, block, compiled, level: str) -> dict[str, Any]:
+def _details(completion: str, outcome: CompileOutcome, block, compiled, opts: ReactOptions) -> dict[str, Any]:
     """Diagnostics located in the completion (offsets and 1-based lines), not in the code."""
     lines_before = completion.count("\n", 0, outcome.code_start)
-    return {
-        "level": level,
-        "reason": outcome.fatal or ("compiles" if outcome.passed else "compile error"),
+    reason = outcome.fatal or ("compiles" if outcome.passed else "compile error")
+    if opts.level == "render" and not outcome.fatal and compiled is not None and compiled.render is not None:
+        reason = "renders" if outcome.passed else _render_reason(compiled)
+    details = {
+        "level": opts.level,
+        "reason": reason,
         "code_span": [block.start, block.end] if block else None,
         "errors": [{"start": outcome.code_start + d.start, "end": outcome.code_start + d.end, "line": d.line + lines_before,
-                    "message": d.message} for d in outcome.diagnostics],
+                    "message": d.message} for d in (compiled.diagnostics if compiled else outcome.diagnostics)],
         "compile_s": compiled.elapsed_s if compiled else 0.0,
     }
+    render = rr.render_details(compiled, opts)
+    if render is not None:
+        details["render"] = render
+    if opts.lint != "off":
+        details["lint"] = rr.lint_details(compiled, outcome.code_start, lines_before)
+    return details
+
+
+def _render_reason(compiled: CompileResult) -> str:
+    status = compiled.render.status if compiled.render else "not_built"
+    if status == "not_built":
+        return "compile error"
+    if status == "ok":  # rendered, but lint failed it
+        return "lint error"
+    return {"error": "render error", "empty": "empty render", "hooks": "breaks the rules of hooks",
+            "no_component": "no component to render"}.get(status, f"render {status}")
 
 
 def _spec_of(rollout: Rollout) -> Spec | str | None:

@@ -1,10 +1,14 @@
 // Long-lived compile worker: reads one JSON request per stdin line, writes one JSON response
 // per stdout line (in completion order; responses carry the request id).
-//   request:  {"id", "code", "level": "syntax"|"build"|"typecheck", "allow": [module, ...]}
-//   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity}], "summary",
+//   request:  {"id", "code", "level": "syntax"|"build"|"typecheck"|"render", "allow": [module, ...],
+//              "lint"?: bool, "render"?: {props, component, empty, wrappers, timeout_ms, ...}}
+//   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity, rule?}], "summary",
+//              "lint"?: [diagnostic + rule], "render"?: {status, message, html, ...},
 //              "timed_out"?, "crashed"?, "poisoned"?}
 // Offsets are UTF-16 code units into `code`. Levels are cumulative: build = syntax + import
-// policy, typecheck = build + TypeScript parse + isolation policy + strict type check.
+// policy, typecheck = build + TypeScript parse + isolation policy + strict type check, render =
+// build + executing the component and rendering it server-side (lib/render/level.mjs) on a
+// render thread with its own heap limit. `lint` adds ESLint's findings (lib/lint.mjs).
 //
 // Poisoning: when a compiler service fails (esbuild's Go process died, e.g. out of memory, or
 // tsgo cannot check even a known-good file), this worker can give no more trustworthy
@@ -18,6 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
 import { checkBuild } from "./lib/build.mjs";
 import { ServiceError } from "./lib/esbuild-service.mjs";
 import { policyViolations } from "./lib/policy.mjs";
@@ -26,6 +31,15 @@ import { redactPaths, sanitize } from "./lib/sanitize.mjs";
 import { parseErrors, parseTsx, summarize } from "./lib/summary.mjs";
 import { checkSyntax } from "./lib/syntax.mjs";
 import { MAX_DIAGNOSTICS_PER_FILE, TypecheckBatcher } from "./lib/typecheck.mjs";
+import { lintFile } from "./lib/lint.mjs";
+import { RenderHost } from "./lib/render/host.mjs";
+import { renderLevel } from "./lib/render/level.mjs";
+
+// stdout is the protocol: a library that prints must not be able to forge or break a response.
+for (const method of ["log", "info", "warn", "error", "debug", "trace"]) {
+  console[method] = (...args) => { process.stderr.write(`${args.map(String).join(" ").slice(0, 2000)}\n`); };
+}
+const LEVELS = ["syntax", "build", "typecheck", "render"];
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodeModules = path.join(here, "node_modules");
@@ -56,6 +70,7 @@ const batcher = new TypecheckBatcher({
 });
 
 let poisoned = null;
+const renderHost = new RenderHost({ heapMb: Number(process.env.BOTGRPO_RENDER_HEAP_MB || 256) });
 
 /** Test-only levels (BOTGRPO_SANDBOX_DEBUG=1): simulate a hung or crashing worker. */
 function runDebugLevel(request) {
@@ -66,15 +81,49 @@ function runDebugLevel(request) {
   }
   if (request.level === "debug_crash") process.exit(70);
   if (request.level === "debug_flood") return { ok: true, diagnostics: [], summary: { blob: "x".repeat(request.bytes) } };
+  if (request.level === "debug_escape") return escaped(request.code);
   return null;
+}
+
+/**
+ * Test-only: run `code` as if a component had escaped every JavaScript-level guard (node:vm
+ * included) and held `require` in this process. What it can still do is what the process
+ * layers (bubblewrap, namespaces, rlimits) allow, which is what the isolation tests check.
+ */
+function escaped(code) {
+  const requireHere = createRequire(import.meta.url);
+  let output;
+  try {
+    output = String(new Function("require", "process", code)(requireHere, process));
+  } catch (error) {
+    output = `threw ${error?.code ?? ""} ${String(error?.message ?? error)}`;
+  }
+  return { ok: true, diagnostics: [], summary: { output: output.slice(0, 4000) } };
 }
 
 async function compile(request) {
   const { code, level } = request;
   const allow = Array.isArray(request.allow) ? request.allow.map(String) : [];
   if (typeof code !== "string") throw new Error("request.code must be a string");
-  if (!["syntax", "build", "typecheck"].includes(level)) throw new Error(`unknown level ${JSON.stringify(level)}`);
+  if (!LEVELS.includes(level)) throw new Error(`unknown level ${JSON.stringify(level)}`);
+  const response = level === "render" ? await render(request, code, allow) : await compileLevel(code, level, allow);
+  if (request.lint && !response.lint && response.summary && Object.keys(response.summary).length > 0) {
+    response.lint = lintFile(code, "all");
+  }
+  return response;
+}
 
+async function render(request, code, allow) {
+  const sourceFile = parseTsx(code);
+  const lint = request.lint ? lintFile(code, "all") : null;
+  const hooks = lint ? lint.filter((d) => d.rule === "react-hooks/rules-of-hooks") : null;
+  const options = request.render && typeof request.render === "object" ? request.render : {};
+  const response = await renderLevel(code, sourceFile, allow, options, renderHost, hooks);
+  if (lint && response.summary && Object.keys(response.summary).length > 0) response.lint = lint;
+  return response;
+}
+
+async function compileLevel(code, level, allow) {
   if (level !== "typecheck") return (await compileUntyped(code, level, allow)).response;
   batcher.reserve();
   let submitted = false;
@@ -125,6 +174,8 @@ function finish(response) {
   return {
     ...response,
     diagnostics: diagnostics.slice(0, MAX_DIAGNOSTICS_PER_FILE).map((d) => ({ ...d, message: sanitize(d.message) })),
+    ...(Array.isArray(response.lint) ? { lint: response.lint.map((d) => ({ ...d, message: sanitize(d.message) })) } : {}),
+    ...(response.render ? { render: { ...response.render, message: sanitize(response.render.message ?? "") } } : {}),
   };
 }
 

@@ -43,7 +43,8 @@ export function refusedImport(specifier) {
   return `Import of ${quoted} is not allowed in this sandbox`;
 }
 
-function importPolicyPlugin(allow) {
+/** esbuild plugin: allowed modules become externals, every other import fails at its specifier. */
+export function importPolicyPlugin(allow) {
   return {
     name: "import-policy",
     setup(build) {
@@ -83,7 +84,7 @@ export async function checkBuild(code, allow) {
  * esbuild places a refused JSX runtime import (from `@jsxImportSource x`) on the first JSX
  * element; the construct to blame is the pragma, so move the diagnostic there.
  */
-function relocateJsxRuntime(diagnostic, code) {
+export function relocateJsxRuntime(diagnostic, code) {
   const quoted = /^Import of ("(?:[^"\\]|\\.)*")/.exec(diagnostic.message);
   if (!quoted) return diagnostic;
   let specifier;

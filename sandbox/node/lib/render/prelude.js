@@ -1,0 +1,500 @@
+// Runs inside each fresh render context (node:vm), before any model-written code, and returns
+// the API the render thread drives it with. Nothing from the host realm is ever handed to the
+// context: the host passes strings, numbers and functions created *in* this context only, so
+// model code cannot reach a host object (and through its constructor the host's Function).
+//
+// node:vm is not a security boundary on its own; the process layers around the worker are
+// (sandbox/isolation.py). What this file adds is hygiene and bookkeeping: every component gets
+// its own global object, intrinsics and copy of React; globals that would reach the host
+// (process, require, fetch, ...) are traps that record the attempt; timers are virtual and
+// flushed under the render's timeout; built-ins are fingerprinted after the module ran and
+// frozen before rendering, so a component can neither leak into the next one (there is no
+// next one in this realm) nor rig the markup React produces for itself.
+//
+// The code below must not depend on anything model code can change: every intrinsic it uses
+// is captured first, and objects it builds have no prototype.
+(function prelude() {
+  "use strict";
+  const G = globalThis;
+  const create = Object.create;
+  const defineProperty = Object.defineProperty;
+  const freeze = Object.freeze;
+  const objectIs = Object.is;
+  const ownKeys = Reflect.ownKeys;
+  const gopd = Reflect.getOwnPropertyDescriptor;
+  const getProto = Reflect.getPrototypeOf;
+  const isExtensible = Reflect.isExtensible;
+  const apply = Reflect.apply;
+  const parseJSON = JSON.parse;
+  const toStr = String;
+  const isArray = Array.isArray;
+  const symbolIterator = Symbol.iterator;
+  const ReferenceErrorC = ReferenceError;
+  const TypeErrorC = TypeError;
+  const ErrorC = Error;
+  const PromiseC = Promise;
+  const promiseThen = Promise.prototype.then;
+  const MAX_LIST = 20;
+
+  const push = (list, value) => { list[list.length] = value; };
+  const record = () => { const o = create(null); return o; };
+
+  const state = record();
+  state.violations = [];
+  state.effectErrors = [];
+  state.consoleBytes = 0;
+  state.flood = false;
+  state.effects = 0;
+  state.timersRun = 0;
+  state.phase = "setup";
+  const limits = record();
+  limits.consoleBytes = 1 << 20;
+  limits.effects = 256;
+  limits.timers = 1000;
+  limits.timerCalls = 1000;
+  limits.horizonMs = 1000;
+
+  function violation(what) {
+    const text = toStr(what);
+    for (let i = 0; i < state.violations.length; i++) if (state.violations[i] === text) return;
+    if (state.violations.length < MAX_LIST) push(state.violations, text);
+  }
+
+  // ---- globals that would reach the host: record the attempt, then fail like a missing global
+  const TRAPPED = [
+    "process", "require", "module", "exports", "global", "Buffer", "__dirname", "__filename",
+    "fetch", "XMLHttpRequest", "WebSocket", "EventSource", "Request", "Response", "Headers",
+    "importScripts", "Deno", "Bun", "SharedArrayBuffer", "Atomics", "WebAssembly",
+    "FinalizationRegistry",
+  ];
+  for (let i = 0; i < TRAPPED.length; i++) {
+    const name = TRAPPED[i];
+    try { delete G[name]; } catch { /* not configurable: defineProperty below fails loudly */ }
+    const refuse = () => {
+      violation(`used the global ${name}`);
+      throw new ReferenceErrorC(`${name} is not available to components in this sandbox`);
+    };
+    defineProperty(G, name, { get: refuse, set: refuse, enumerable: false, configurable: false });
+  }
+
+  // ---- console: counted, never printed anywhere
+  const count = (args) => {
+    let n = 0;
+    for (let i = 0; i < args.length; i++) {
+      let text;
+      try { text = toStr(args[i]); } catch { text = "?"; }
+      n += text.length + 1;
+    }
+    state.consoleBytes += n;
+    if (state.consoleBytes > limits.consoleBytes) state.flood = true;
+  };
+  const consoleObject = record();
+  const METHODS = ["log", "info", "warn", "error", "debug", "trace", "dir", "table", "group",
+    "groupCollapsed", "groupEnd", "time", "timeEnd", "timeLog", "count", "assert"];
+  for (let i = 0; i < METHODS.length; i++) consoleObject[METHODS[i]] = (...args) => { count(args); };
+  defineProperty(G, "console", { value: freeze(consoleObject), writable: false, configurable: false });
+
+  // ---- virtual timers: flushed after the render, under its timeout, up to a virtual horizon
+  const clock = record();
+  clock.now = 0;
+  clock.seq = 0;
+  clock.live = 0;
+  const timers = [];
+  function addTimer(fn, ms, args, repeat) {
+    if (typeof fn !== "function") return 0;  // string timers would be eval
+    if (clock.live >= limits.timers) throw new ErrorC(`More than ${limits.timers} pending timers`);
+    clock.live++;
+    const delay = typeof ms === "number" && ms > 0 ? ms : 0;
+    const id = ++clock.seq;
+    const timer = record();
+    timer.id = id; timer.fn = fn; timer.at = clock.now + delay; timer.args = args;
+    timer.every = repeat ? (delay > 0 ? delay : 1) : 0;
+    push(timers, timer);
+    return id;
+  }
+  function clearTimer(id) {
+    for (let i = 0; i < timers.length; i++) {
+      if (timers[i] !== null && timers[i].id === id) { timers[i] = null; clock.live--; }
+    }
+  }
+  function nextTimer() {
+    let best = -1;
+    for (let i = 0; i < timers.length; i++) {
+      const t = timers[i];
+      if (t !== null && t.at <= limits.horizonMs && (best < 0 || t.at < timers[best].at)) best = i;
+    }
+    return best;
+  }
+  function flushTimers() {
+    while (state.timersRun < limits.timerCalls) {
+      const index = nextTimer();
+      if (index < 0) return;
+      const timer = timers[index];
+      if (timer.every > 0) timer.at += timer.every; else { timers[index] = null; clock.live--; }
+      clock.now = timer.at > clock.now ? timer.at : clock.now;
+      state.timersRun++;
+      try { apply(timer.fn, undefined, timer.args); } catch (error) { noteEffectError(error); }
+    }
+  }
+  const globals = record();
+  globals.setTimeout = (fn, ms, ...args) => addTimer(fn, ms, args, false);
+  globals.setInterval = (fn, ms, ...args) => addTimer(fn, ms, args, true);
+  globals.setImmediate = (fn, ...args) => addTimer(fn, 0, args, false);
+  globals.clearTimeout = clearTimer;
+  globals.clearInterval = clearTimer;
+  globals.clearImmediate = clearTimer;
+  globals.requestAnimationFrame = (fn) => addTimer(fn, 16, [clock.now + 16], false);
+  globals.cancelAnimationFrame = clearTimer;
+  globals.requestIdleCallback = (fn) => addTimer(fn, 1, [freeze({ didTimeout: false, timeRemaining: () => 0 })], false);
+  globals.cancelIdleCallback = clearTimer;
+  globals.queueMicrotask = (fn) => { if (typeof fn === "function") apply(promiseThen, PromiseC.resolve(), [fn]); };
+  globals.reportError = (error) => { noteEffectError(error); };
+  globals.performance = freeze({ now: () => clock.now, timeOrigin: 0 });
+  const globalNames = ownKeys(globals);
+  for (let i = 0; i < globalNames.length; i++) {
+    defineProperty(G, globalNames[i], { value: globals[globalNames[i]], writable: false, configurable: false });
+  }
+
+  function describe(error) {
+    const out = record();
+    try {
+      if (error !== null && (typeof error === "object" || typeof error === "function")) {
+        out.name = toStr(error.name);
+        out.message = toStr(error.message);
+        out.stack = typeof error.stack === "string" ? error.stack.slice(0, 4000) : "";
+        const source = error.botgrpoSource;
+        if (source && typeof source.lineNumber === "number") {
+          out.line = source.lineNumber;
+          out.column = typeof source.columnNumber === "number" ? source.columnNumber : 1;
+        }
+      } else {
+        out.name = "";
+        out.message = `a non-error value was thrown: ${toStr(error)}`;
+        out.stack = "";
+      }
+    } catch {
+      out.name = "";
+      out.message = "an error that cannot be described was thrown";
+      out.stack = "";
+    }
+    out.message = out.message.slice(0, 1000);
+    return out;
+  }
+  function noteEffectError(error) {
+    if (state.effectErrors.length < MAX_LIST) push(state.effectErrors, describe(error));
+  }
+
+  // ---- fingerprint of the built-ins, taken before model code runs
+  function watchedObjects() {
+    const list = [G];
+    const seen = new Set();
+    const add = (o) => {
+      if (o !== null && (typeof o === "object" || typeof o === "function") && !seen.has(o)) {
+        seen.add(o);
+        push(list, o);
+      }
+    };
+    const names = ownKeys(G);
+    for (let i = 0; i < names.length; i++) {
+      const d = gopd(G, names[i]);
+      if (!d || !("value" in d)) continue;
+      add(d.value);
+      if (typeof d.value === "function") add(d.value.prototype);
+    }
+    const extra = [
+      getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
+      getProto([][symbolIterator]()), getProto(getProto([][symbolIterator]())),
+      getProto(new Map().entries()), getProto(new Set().values()), getProto(""[symbolIterator]()),
+      getProto(Int8Array), getProto(Int8Array.prototype), getProto(function* () {}).prototype,
+      getProto(/x/[Symbol.matchAll]("")),
+    ];
+    for (let i = 0; i < extra.length; i++) add(extra[i]);
+    return list;
+  }
+  function snapshot(list) {
+    const snap = [];
+    for (let i = 0; i < list.length; i++) {
+      const o = list[i];
+      const keys = ownKeys(o);
+      const slots = [];
+      for (let j = 0; j < keys.length; j++) {
+        const d = gopd(o, keys[j]);
+        slots[j] = d === undefined ? undefined : gopd(d, "get") !== undefined ? d.get : d.value;
+      }
+      const entry = create(null);
+      entry.keys = keys; entry.slots = slots; entry.extensible = isExtensible(o);
+      snap[i] = entry;
+    }
+    return snap;
+  }
+  function nameOf(o) {
+    if (o === G) return "globalThis";
+    try {
+      const d = gopd(o, "constructor");
+      const ctor = d && d.value;
+      const n = ctor && gopd(ctor, "name");
+      if (n && typeof n.value === "string") return ctor.prototype === o ? `${n.value}.prototype` : n.value;
+      const own = gopd(o, "name");
+      if (own && typeof own.value === "string") return own.value;
+    } catch { /* described generically */ }
+    return "a built-in object";
+  }
+  /** The first change between two snapshots, as "Array.prototype.map" or "globalThis.foo". */
+  function firstChange(list, before, after) {
+    for (let i = 0; i < list.length; i++) {
+      const k1 = before[i].keys, s1 = before[i].slots, k2 = after[i].keys, s2 = after[i].slots;
+      const where = nameOf(list[i]);
+      if (before[i].extensible !== after[i].extensible) return `${where} (made non-extensible)`;
+      if (k1.length !== k2.length) {
+        for (let j = 0; j < k2.length; j++) {
+          let found = false;
+          for (let m = 0; m < k1.length; m++) if (k1[m] === k2[j]) { found = true; break; }
+          if (!found) return `${where}.${toStr(k2[j])}`;
+        }
+        return `${where} (a property was removed)`;
+      }
+      for (let j = 0; j < k1.length; j++) {
+        if (k1[j] !== k2[j] || !objectIs(s1[j], s2[j])) return `${where}.${toStr(k2[j])}`;
+      }
+    }
+    return null;
+  }
+
+  // ---- React, instantiated for this context only
+  const factories = record();
+  const cache = record();
+  function internalRequire(name) {
+    if (cache[name] !== undefined) return cache[name].exports;
+    const factory = factories[name];
+    if (factory === undefined) throw new ErrorC(`internal module ${name} missing`);
+    const module = record();
+    module.exports = create(null);
+    cache[name] = module;
+    factory(module.exports, internalRequire, module);
+    return module.exports;
+  }
+
+  const INTERNALS = /^__(?:CLIENT|SERVER|DOM|COMPILER)_INTERNALS/;
+  function publicCopy(source, overrides) {
+    const copy = create(null);
+    const keys = ownKeys(source);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (typeof key === "string" && INTERNALS.test(key)) continue;
+      copy[key] = source[key];
+    }
+    const extra = ownKeys(overrides);
+    for (let i = 0; i < extra.length; i++) copy[extra[i]] = overrides[extra[i]];
+    return freeze(copy);
+  }
+
+  const user = record();  // what a render needs: set by install(), read by run()
+  function buildUserModules(config) {
+    const React = internalRequire("react");
+    const ReactDOM = internalRequire("react-dom");
+    const jsxRuntime = internalRequire("react/jsx-runtime");
+    const reactSymbols = new Set();
+    const reactKeys = ownKeys(React);
+    for (let i = 0; i < reactKeys.length; i++) if (typeof React[reactKeys[i]] === "symbol") reactSymbols.add(React[reactKeys[i]]);
+
+    const describeType = (type) => {
+      if (type === undefined) return "undefined";
+      if (type === null) return "null";
+      if (typeof type === "object") {
+        let keys = "";
+        try { keys = ownKeys(type).slice(0, 5).map(toStr).join(", "); } catch { keys = "?"; }
+        return `an object with keys {${keys}}`;
+      }
+      return `${typeof type} ${toStr(type).slice(0, 60)}`;
+    };
+    const validType = (type) =>
+      typeof type === "string" || typeof type === "function" || reactSymbols.has(type) ||
+      (type !== null && typeof type === "object" && typeof type.$$typeof === "symbol");
+    const invalidChild = (child, depth) => {
+      if (child === null || typeof child !== "object") return null;
+      if (isArray(child)) {
+        if (depth > 3) return null;
+        for (let i = 0; i < child.length && i < 1000; i++) {
+          const bad = invalidChild(child[i], depth + 1);
+          if (bad !== null) return bad;
+        }
+        return null;
+      }
+      if (typeof child.$$typeof === "symbol" || typeof child.then === "function" ||
+          typeof child[symbolIterator] === "function") return null;
+      return child;
+    };
+    const located = (message, source) => {
+      const error = new TypeErrorC(message);
+      if (source && typeof source === "object") error.botgrpoSource = source;
+      return error;
+    };
+    const checkElement = (type, props, source) => {
+      if (!validType(type)) {
+        throw located(`Element type is invalid: expected a tag name or a component, got ${describeType(type)} ` +
+          "(a missing export, or a default and a named import mixed up?)", source);
+      }
+      const children = props !== null && typeof props === "object" ? props.children : undefined;
+      const bad = invalidChild(children, 0);
+      if (bad !== null) {
+        throw located(`Objects are not valid as a React child (found: ${describeType(bad)}); ` +
+          "render a string, an element or an array of them", source);
+      }
+    };
+    const jsxDEV = (type, props, key, isStatic, source) => {
+      checkElement(type, props, source);
+      return isStatic ? jsxRuntime.jsxs(type, props, key) : jsxRuntime.jsx(type, props, key);
+    };
+    const wrapJsx = (fn) => (type, props, key) => { checkElement(type, props, null); return fn(type, props, key); };
+    const recordEffect = (hook) => function effect(create_, deps) {
+      if (typeof create_ === "function" && user.effects.length < limits.effects) push(user.effects, create_);
+      return hook(create_, deps);
+    };
+    const createElement = function (type, props, ...children) {
+      const kids = children.length === 0 ? (props !== null && typeof props === "object" ? props.children : undefined)
+        : children.length === 1 ? children[0] : children;
+      checkElement(type, { children: kids }, null);
+      return apply(React.createElement, undefined, [type, props, ...children]);
+    };
+    const reactCopy = publicCopy(React, {
+      useEffect: recordEffect(React.useEffect),
+      useLayoutEffect: recordEffect(React.useLayoutEffect),
+      useInsertionEffect: recordEffect(React.useInsertionEffect),
+      createElement,
+    });
+    const noRoot = () => freeze({ render() {}, unmount() {} });
+    user.createElement = createElement;
+    const modules = record();
+    modules.react = reactCopy;
+    modules["react/jsx-runtime"] = freeze({ jsx: wrapJsx(jsxRuntime.jsx), jsxs: wrapJsx(jsxRuntime.jsxs), Fragment: jsxRuntime.Fragment });
+    modules["react/jsx-dev-runtime"] = freeze({ jsxDEV, Fragment: jsxRuntime.Fragment });
+    modules["react-dom"] = publicCopy(ReactDOM, {});
+    modules["react-dom/client"] = freeze({ createRoot: noRoot, hydrateRoot: noRoot });
+    const allowed = new Set(config.allow);
+    const builtins = new Set(config.builtins);
+    return function userRequire(name) {
+      const key = toStr(name);
+      if (modules[key] !== undefined) return modules[key];
+      if (allowed.has(key)) throw new ErrorC(`Module "${key.slice(0, 100)}" is allowed at build but cannot be loaded when rendering`);
+      const bare = key.startsWith("node:") ? key.slice(5) : key;
+      violation(builtins.has(bare.split("/")[0]) ? `require("${key.slice(0, 100)}")` : `require of "${key.slice(0, 100)}"`);
+      throw new ErrorC(`Module "${key.slice(0, 100)}" is not available to components in this sandbox`);
+    };
+  }
+
+  // Materialise JSON props: {"$fn": name} is a function that does nothing, {"$date": ms} a Date.
+  function materialise(value, depth) {
+    if (depth > 8 || value === null || typeof value !== "object") return value;
+    if (isArray(value)) {
+      const out = [];
+      for (let i = 0; i < value.length; i++) push(out, materialise(value[i], depth + 1));
+      return out;
+    }
+    const keys = ownKeys(value);
+    if (keys.length === 1 && keys[0] === "$fn") return function noop() { return undefined; };
+    if (keys.length === 1 && keys[0] === "$date") return new Date(value.$date);
+    const out = {};
+    for (let i = 0; i < keys.length; i++) {
+      defineProperty(out, keys[i], { value: materialise(value[keys[i]], depth + 1), writable: true, enumerable: true, configurable: true });
+    }
+    return out;
+  }
+
+  function pickComponent(exportsObject, name) {
+    const d = gopd(exportsObject, name);
+    if (d === undefined) return undefined;
+    return "value" in d ? d.value : apply(d.get, exportsObject, []);
+  }
+
+  function run() {
+    const res = record();
+    res.status = "ok";
+    try {
+      state.phase = "module";
+      const module = record();
+      module.exports = {};
+      apply(user.factory, undefined, [module.exports, user.require, module]);
+      const changed = firstChange(user.globalOnly, user.globalBaseline, snapshot(user.globalOnly));
+      if (changed !== null) {
+        violation(`modified the built-in ${changed}`);
+        res.status = "violation";
+        return res;
+      }
+      const component = pickComponent(module.exports, user.exportName);
+      if (component === undefined || component === null) {
+        res.status = "error";
+        res.message = `The module has no export "${user.exportName}" to render`;
+        return res;
+      }
+      state.phase = "render";
+      const element = user.createElement(component, materialise(user.props, 0));
+      const html = user.server.renderToString(element);
+      res.html = html.length > user.maxHtmlChars ? "" : html;
+      res.htmlChars = html.length;
+      state.phase = "effects";
+      const cleanups = [];
+      for (let i = 0; i < user.effects.length; i++) {
+        try {
+          const cleanup = user.effects[i]();
+          if (typeof cleanup === "function") push(cleanups, cleanup);
+        } catch (error) { noteEffectError(error); }
+      }
+      state.effects = user.effects.length;
+      state.phase = "timers";
+      flushTimers();
+      state.phase = "cleanup";
+      for (let i = 0; i < cleanups.length; i++) {
+        try { cleanups[i](); } catch (error) { noteEffectError(error); }
+      }
+      const late = firstChange(user.globalOnly, user.globalBaseline, snapshot(user.globalOnly));
+      if (late !== null) violation(`modified the built-in ${late}`);
+      state.phase = "done";
+    } catch (error) {
+      if (state.phase === "module") {
+        const changed = firstChange(user.globalOnly, user.globalBaseline, snapshot(user.globalOnly));
+        if (changed !== null) violation(`modified the built-in ${changed}`);
+      }
+      res.status = "error";
+      const d = describe(error);
+      res.name = d.name; res.message = d.message; res.stack = d.stack;
+      if (d.line !== undefined) { res.line = d.line; res.column = d.column; }
+    }
+    return res;
+  }
+
+  const api = record();
+  /** Instantiate React in this context from the host's compiled factories (trusted code only). */
+  api.installReact = (react, reactDom, jsxRuntime, server) => {
+    factories.react = react;
+    factories["react-dom"] = reactDom;
+    factories["react/jsx-runtime"] = jsxRuntime;
+    factories["react-dom/server"] = server;
+    user.React = internalRequire("react");
+    user.server = internalRequire("react-dom/server");
+    defineProperty(G, "__botgrpo_run", { value: run, writable: false, enumerable: false, configurable: false });
+    // Harden: every built-in (not the global object, which cannot be frozen) is frozen before
+    // any model code runs, so a component cannot change what React or this file rely on, nor
+    // rig its own markup. The global object is compared with this snapshot instead.
+    const watched = watchedObjects();
+    for (let i = 1; i < watched.length; i++) {
+      try { freeze(watched[i]); } catch { /* not freezable (none of the built-ins model code could use) */ }
+    }
+    user.globalOnly = [G];
+    user.globalBaseline = snapshot(user.globalOnly);
+  };
+  /** Prepare one render: the model's module factory and a JSON job description. */
+  api.install = (factory, configJson) => {
+    const config = parseJSON(configJson);
+    user.factory = factory;
+    user.exportName = config.exportName;
+    user.props = config.props;
+    user.maxHtmlChars = config.maxHtmlChars;
+    user.effects = [];
+    limits.horizonMs = config.timerHorizonMs;
+    limits.consoleBytes = config.maxConsoleBytes;
+    user.require = buildUserModules(config);
+  };
+  api.state = state;
+  api.makeError = (message) => new TypeErrorC(toStr(message));
+  return freeze(api);
+})();
