@@ -106,7 +106,7 @@ async function compile(request) {
   const allow = Array.isArray(request.allow) ? request.allow.map(String) : [];
   if (typeof code !== "string") throw new Error("request.code must be a string");
   if (!LEVELS.includes(level)) throw new Error(`unknown level ${JSON.stringify(level)}`);
-  const response = level === "render" ? await render(request, code, allow) : await compileLevel(code, level, allow);
+  const response = level === "render" ? await render(request, code, allow) : await compileLevel(code, level, allow, request);
   if (request.lint && !response.lint && response.summary && Object.keys(response.summary).length > 0) {
     response.lint = lintFile(code, "all");
   }
@@ -123,7 +123,7 @@ async function render(request, code, allow) {
   return response;
 }
 
-async function compileLevel(code, level, allow) {
+async function compileLevel(code, level, allow, request) {
   if (level !== "typecheck") return (await compileUntyped(code, level, allow)).response;
   batcher.reserve();
   let submitted = false;
