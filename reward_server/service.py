@@ -48,7 +48,7 @@ class ScoringService:
 
     def _scorer_kwargs(self, task: str) -> dict[str, Any]:
         s = self.settings
-        if task == "react":
+        if task in ("react", "judge"):  # the judge scorer starts from a react scorer of its own
             from sandbox.isolation import IsolationConfig
             return {"allow": s.react_allow, "pool_size": s.react_pool_size, "timeout_s": s.compile_timeout_s,
                     "isolation": IsolationConfig(require=frozenset(s.sandbox_require))}

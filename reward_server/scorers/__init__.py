@@ -3,10 +3,15 @@
 Each scorer follows :class:`reward_server.scorers.base.Scorer`. Import paths rather than classes
 keep ``import reward_server`` light: the math scorer pulls in sympy, the react scorer the Node
 pool, and a deployment that serves one task need not load the other.
+
+``judge`` (the react reward plus an LLM judge) is a task where a judge endpoint is configured
+(``BOTGRPO_JUDGE_URL`` when this module is imported), as ``model`` is where a reward model is;
+:func:`scorer_class` resolves it either way.
 """
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 SCORERS: dict[str, str] = {
@@ -14,12 +19,17 @@ SCORERS: dict[str, str] = {
     "math": "reward_server.scorers.math:MathScorer",
     "model": "reward_server.scorers.model:ModelScorer",
 }
+OPTIONAL_SCORERS: dict[str, str] = {
+    "judge": "reward_server.scorers.judge:JudgeScorer",
+}
+if os.environ.get("BOTGRPO_JUDGE_URL"):
+    SCORERS["judge"] = OPTIONAL_SCORERS["judge"]
 
 
 def scorer_class(task: str) -> type:
     """The scorer class registered for ``task`` (ValueError listing the tasks if unknown)."""
     try:
-        module, name = SCORERS[task].split(":")
+        module, name = {**OPTIONAL_SCORERS, **SCORERS}[task].split(":")
     except KeyError:
         raise ValueError(f"unknown task {task!r}; choose one of {sorted(SCORERS)}") from None
     return getattr(importlib.import_module(module), name)

@@ -1,0 +1,186 @@
+"""The judge against a real local OpenAI-compatible server: a uvicorn process serving chat
+completions from a tiny random-init causal LM with schema-constrained decoding
+(:mod:`reward_server.judge.tiny_server`). Real HTTP, real parsing, retries, timeouts, the
+content-keyed cache, and the judge scorer's outcome mixing; no mock transport anywhere."""
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from reward_server.judge import rubric
+from reward_server.judge.cache import JudgeCache
+from reward_server.judge.client import JudgeClient, JudgeConfig, JudgeError
+from reward_server.judge.tiny_server import TinyJudgeServer, build_tiny_judge
+from reward_server.scorers.base import Rollout
+from reward_server.scorers.judge import JudgeOptions, JudgeScorer
+from reward_server.scorers.react import ReactScorer
+from sandbox import isolation as iso
+from sandbox.node_pool import NodePool
+from sandbox.screenshot import ScreenshotPool
+from sandbox.testing import require_node_toolchain
+from tests.helpers import require_host
+
+CARD = ("```tsx\nexport default function Card({ title }: { title: string }) {\n"
+        "  return <section><h2>{title}</h2><button>Add</button></section>;\n}\n```\n")
+BROKEN = "```tsx\nexport default function Card() {\n  return <section><h2>x</h2>;\n}\n```\n"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("judge")
+    build_tiny_judge(root / "model")
+    with TinyJudgeServer(root / "model", root, slow_s=3.0) as srv:
+        yield srv
+
+
+def client(server, model="tiny", **config) -> JudgeClient:
+    return JudgeClient(JudgeConfig(url=server.url, model=model, backoff_s=0.05, **{"timeout_s": 20.0, **config}))
+
+
+def requests_for(server, model: str) -> int:
+    return server.stats()["requests"].get(model, 0)
+
+
+def test_the_server_speaks_openai_chat_completions(server):
+    body = {"model": "tiny", "messages": rubric.pointwise_messages("Make a card", "export default () => <p/>"),
+            "response_format": {"type": "json_schema", "json_schema": {"name": "v", "schema": rubric.POINTWISE_SCHEMA}}}
+    reply = httpx.post(server.url + "/chat/completions", json=body, timeout=30).json()
+    content = reply["choices"][0]["message"]["content"]
+    verdict = rubric.parse_pointwise(content)  # decoded into the schema: always valid
+    assert 1 <= verdict.score <= 10 and set(json.loads(content)) == {"score", "reason"}
+    assert httpx.get(server.url + "/models", timeout=10).json()["data"][0]["object"] == "model"
+
+
+def test_grade_compare_and_the_content_keyed_cache(server):
+    judge = client(server)
+    before = requests_for(server, "tiny")
+    verdict = judge.grade("Make a card with a title", "export default function C() { return <h2>t</h2>; }")
+    assert isinstance(verdict, rubric.Verdict) and -1.0 <= verdict.value <= 1.0
+    again = judge.grade("Make a card with a title", "export default function C() { return <h2>t</h2>; }")
+    assert again == verdict and requests_for(server, "tiny") == before + 1 and judge.cache.hits == 1
+    other = judge.grade("Make a card with a title", "export default function D() { return <h3>u</h3>; }")
+    assert requests_for(server, "tiny") == before + 2 and isinstance(other.score, int)
+    preference = judge.compare("Make a card", "const A = 1;", "const B = 2;")
+    assert preference.winner in ("A", "B", "tie")
+    judge.close()
+
+
+def test_the_cache_persists_and_is_shared(server, tmp_path):
+    path = tmp_path / "verdicts.jsonl"
+    first = JudgeClient(JudgeConfig(url=server.url, model="tiny"), JudgeCache(path=path))
+    verdict = first.grade("persist me", "export const P = () => <p>p</p>;")
+    first.close()
+    before = requests_for(server, "tiny")
+    second = JudgeClient(JudgeConfig(url=server.url, model="tiny"), JudgeCache(path=path))
+    assert second.grade("persist me", "export const P = () => <p>p</p>;") == verdict
+    assert requests_for(server, "tiny") == before
+    assert len(second.cache) == 1
+    second.close()
+
+
+def test_retries_after_5xx_and_after_invalid_output(server):
+    flaky = client(server, "tiny-flaky")
+    assert isinstance(flaky.grade("flaky task", "code"), rubric.Verdict)
+    assert flaky.stats.retries == 1 and flaky.stats.requests == 2
+    garbage = client(server, "tiny-garbage")
+    assert isinstance(garbage.grade("garbage task", "code"), rubric.Verdict)
+    assert garbage.stats.invalid == 1 and garbage.stats.requests == 2
+
+
+def test_a_judge_that_never_answers_validly_or_in_time_raises(server):
+    broken = client(server, "tiny-broken", retries=2)
+    with pytest.raises(JudgeError, match="no valid verdict after 3 attempt"):
+        broken.grade("broken task", "code")
+    slow = client(server, "tiny-slow", timeout_s=0.5, retries=1)
+    with pytest.raises(JudgeError, match="no answer within 0.5s"):
+        slow.grade("slow task", "code")
+    nowhere = JudgeClient(JudgeConfig(url="http://127.0.0.1:9/v1", retries=1, backoff_s=0.01, timeout_s=2))
+    with pytest.raises(JudgeError, match="ConnectError"):
+        nowhere.grade("x", "y")
+    with pytest.raises(JudgeError, match="BOTGRPO_JUDGE_URL"):
+        JudgeClient(JudgeConfig(url=None))
+
+
+def test_strict_parsing():
+    assert rubric.parse_pointwise('{"score": 7, "reason": "fine"}').score == 7
+    for bad in ('{"score": 7}', '{"score": 7.0, "reason": "x"}', '{"score": true, "reason": "x"}',
+                '{"score": 11, "reason": "x"}', '```json\n{"score": 7, "reason": "x"}\n```', "7/10",
+                '{"score": 7, "reason": "x", "extra": 1}', '[7, "x"]', None):
+        with pytest.raises(rubric.InvalidVerdict):
+            rubric.parse_pointwise(bad)
+    assert rubric.parse_pairwise('{"winner": "tie", "reason": ""}').winner == "tie"
+    with pytest.raises(rubric.InvalidVerdict):
+        rubric.parse_pairwise('{"winner": "C", "reason": ""}')
+    assert rubric.Verdict(1, "").value == -1.0 and rubric.Verdict(10, "").value == 1.0
+
+
+# ---------------------------------------------------------------- the judge scorer
+
+
+@pytest.fixture(scope="module")
+def react():
+    require_node_toolchain()
+    with NodePool(size=1) as pool:
+        scorer = ReactScorer(pool)
+        yield scorer
+        scorer.close()  # its Chromium too
+
+
+def test_the_verdict_is_mixed_into_the_outcome(server, react):
+    scorer = JudgeScorer(JudgeConfig(url=server.url, model="tiny"), react=react)
+    rollouts = [Rollout(CARD, prompt="Write a card component with a title and an Add button"), Rollout(BROKEN),
+                Rollout("no code here")]
+    card, broken, empty = scorer.score_batch(rollouts, JudgeOptions(level="build", judge_weight=0.5))
+    judged = card.details["judge"]
+    assert card.details["react_score"] == 1.0 and 1 <= judged["score"] <= 10
+    assert card.score == pytest.approx(0.5 * 1.0 + 0.5 * judged["value"])
+    assert broken.details["judge"] == {"skipped": "the component fails the react check"}
+    assert broken.score == pytest.approx(0.5 * -1.0 + 0.5 * -1.0)
+    assert empty.score == -1.0 and "skipped" in empty.details["judge"]
+    assert card.local == [] and card.error is None
+    [zero] = scorer.score_batch(rollouts[:1], JudgeOptions(level="build", judge_weight=0.0))
+    assert zero.score == 1.0
+
+
+def test_an_unanswered_question_leaves_the_rollout_unscored(server, react):
+    scorer = JudgeScorer(JudgeConfig(url=server.url, model="tiny-broken", retries=1, backoff_s=0.01), react=react)
+    [result] = scorer.score_batch([Rollout(CARD)], JudgeOptions(level="build"))
+    assert result.error is not None and "no valid verdict" in result.error
+    unconfigured = JudgeScorer(JudgeConfig(url=None), react=react)
+    [result] = unconfigured.score_batch([Rollout(CARD)], JudgeOptions(level="build"))
+    assert result.error is not None and "BOTGRPO_JUDGE_URL" in result.error
+
+
+def test_vision_sends_the_screenshot(server, react):
+    require_host(ScreenshotPool.available(), "Chromium (apt-get install chromium)")
+    require_host(not iso.render_refusal(iso.detect().layers), "bubblewrap with user namespaces (the render layers)")
+    with pytest.raises(ValueError, match="vision needs level render"):
+        JudgeOptions(vision=True)
+    scorer = JudgeScorer(JudgeConfig(url=server.url, model="tiny-vision"), react=react)
+    before = requests_for(server, "tiny-vision")
+    [result] = scorer.score_batch([Rollout(CARD, prompt="A card")], JudgeOptions(level="render", vision=True))
+    assert result.error is None and 1 <= result.details["judge"]["score"] <= 10
+    assert "screenshot_png" not in result.details  # shown to the judge, not returned unless asked
+    assert requests_for(server, "tiny-vision") == before + 1
+    messages = rubric.pointwise_messages("A card", "code", b"\x89PNG")
+    assert messages[1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_the_server_offers_the_judge_task_when_configured(server, tmp_path):
+    from tests.live_server import LiveServer
+
+    srv = LiveServer(tmp_path, env={"BOTGRPO_JUDGE_URL": server.url, "BOTGRPO_JUDGE_MODEL": "tiny",
+                                    "BOTGRPO_WARM_SCORERS": "false"})
+    try:
+        tasks = {s["task"] for s in httpx.get(srv.url + "/v1/scorers", timeout=30).json()["scorers"]}
+        assert "judge" in tasks
+        reply = httpx.post(srv.url + "/v1/rewards", timeout=120, json={
+            "task": "judge", "options": {"level": "build"},
+            "rollouts": [{"id": "a", "completion": CARD, "prompt": "A card with a title"}]})
+        assert reply.status_code == 200, reply.text
+        (result,) = reply.json()["results"]
+        assert result["error"] is None and "judge" in result["details"] and -1 <= result["score"] <= 1
+    finally:
+        srv.stop()
