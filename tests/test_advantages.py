@@ -299,3 +299,17 @@ def test_bot_grpo_weighted_mean_zero_and_variance_one(data):
             assert abs(var - 1.0) < 1e-4
         else:
             assert var == 0
+
+
+def test_bot_grpo_min_std_bounds_the_amplification_of_a_group_whose_outcomes_agree():
+    """Every rollout fails (outcome -1) and one token is blamed: the paper's estimator divides the
+    local nudge by its own tiny spread; min_std keeps it a nudge, and a mixed group is untouched."""
+    fail = [-1.0] * 9 + [-1.5]
+    r, m, g = batch([fail, [-1.0] * 10], [0, 0])
+    plain = compute_advantages("bot_grpo", r, m, g, eps=0.0)
+    assert max(abs(a) for a in valid(plain, m)) > 4.0
+    floored = compute_advantages("bot_grpo", r, m, g, eps=0.0, min_std=0.5)
+    mu = (sum(fail) / 10 + (-1.0)) / 2
+    assert float(floored[0, 9]) == pytest.approx((-1.5 - mu) / 0.5)
+    r, m, g = batch([[1.0] * 4, [-1.0] * 3 + [-1.5]], [0, 0])
+    assert torch.equal(compute_advantages("bot_grpo", r, m, g, min_std=0.5), compute_advantages("bot_grpo", r, m, g))

@@ -146,17 +146,21 @@ def reward_to_go(token_rewards: Tensor, mask: Tensor) -> Tensor:
 
 @register("bot_grpo")
 def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
-             *, eps: float = 1e-6, use_reward_to_go: bool = False) -> Tensor:
+             *, eps: float = 1e-6, use_reward_to_go: bool = False, min_std: float = 0.0) -> Tensor:
     """BoT-GRPO: normalise every token against its group's length-weighted bag of tokens.
 
     Each token (i, t) of group g weighs ``w_it = 1 / L_i`` (every rollout weighs 1 in total)::
 
         mu_g    = sum_{i,t} w_it r_it / sum_{i,t} w_it
         sigma_g = sqrt( sum_{i,t} w_it (r_it - mu_g)^2 / sum_{i,t} w_it )
-        A_it    = (r_it - mu_g) / (sigma_g + eps)
+        A_it    = (r_it - mu_g) / (max(sigma_g, min_std) + eps)
 
     With ``use_reward_to_go`` the bag holds ``G_it = sum_{s>=t} r_is`` instead of ``r_it``.
     ``seq_rewards`` is ignored: this estimator is defined on token rewards.
+
+    ``min_std`` (default 0: the paper's estimator) bounds how far the normalisation may amplify:
+    in a group whose outcomes all agree the bag's spread is the local signal's alone, and
+    dividing by it turns a small local nudge into advantages of several units.
     """
     dtype = _compute_dtype(token_rewards)
     r = token_rewards.to(dtype)
@@ -181,7 +185,7 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     groups = _Groups(group_ids)
     n, centred, between = _group_stats(first.squeeze(1).double() + mean_shift, has_tokens, groups)
     sigma = _safe_div(groups.gather(groups.sum(torch.where(has_tokens, within, 0.0))) + between, n).sqrt()
-    scale = _safe_div(torch.ones_like(sigma), sigma + eps)
+    scale = _safe_div(torch.ones_like(sigma), sigma.clamp_min(min_std) + eps)
     offset = (centred - mean_shift) * scale                           # (c_i - mu_g) / (sigma_g + eps)
     # A_it = x_it * scale_i + offset_i * mask_it, in place on x (fresh (B, T) buffers cost page faults)
     out = x.mul_(scale.to(dtype)[:, None]).addcmul_(maskf, offset.to(dtype)[:, None])
