@@ -7,6 +7,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from trainer.data import Example
+from trainer.render_eval import render_metrics
 from trainer.rewards import RewardSource
 from trainer.rollout.base import SamplingParams
 
@@ -40,7 +41,8 @@ def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example
     out: dict[str, Any] = {"prompts": len(prompts), "samples": samples,
                            "completion_len_mean": float(batch.lengths.float().mean())}
     for level in levels:
-        scored = rewards.submit(batch, refs, {"level": level} if level else None).result()
+        with render_metrics(rewards, level) as render:  # render and empty-render rates at level render
+            scored = rewards.submit(batch, refs, {"level": level} if level else None).result()
         passed = torch.nan_to_num(scored.passed, nan=0.0)
         both = passed * torch.nan_to_num(scored.spec_passed, nan=1.0)
         ok = scored.scored  # an unscored rollout is neither a pass nor a failure: left out, counted
@@ -53,4 +55,5 @@ def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example
         per_prompt = passed.view(len(prompts), samples).sum(1).long().tolist()  # unscored: not a pass
         for k in ks:
             out[f"{prefix}pass@{k}"] = sum(pass_at_k(samples, c, k) for c in per_prompt) / len(prompts)
+        out.update(render.metrics(prefix))
     return out

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reward-url", help="reward server (default: an embedded one)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    from botgrpo.commands import eval_judge
+    eval_judge.add_arguments(parser)  # --judge URL [--against CHECKPOINT]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
     from trainer.rollout.hf import HFEngine
     from trainer.rollout.prompts import PromptEncoder
 
+    if args.judge:
+        from botgrpo.commands import eval_judge
+        return eval_judge.run(args)
     if max(args.k) > args.samples:
         raise SystemExit(f"botgrpo eval: pass@{max(args.k)} needs --samples >= {max(args.k)}")
     levels = args.levels or (["syntax", "build", "typecheck"] if args.task == "react" else [None])

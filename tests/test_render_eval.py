@@ -1,0 +1,57 @@
+"""``botgrpo eval`` at the render level reports the render rate and the empty-render rate
+(trainer/render_eval.py through trainer/evaluate.py): a real embedded reward server and real
+sandbox workers score a fixed set of completions (the engine below replays them, so the rates
+are known exactly)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from reward_server.spans import default_split
+from sandbox import isolation as iso
+from sandbox.testing import require_node_toolchain
+from tests.helpers import require_host
+from trainer.data import Example
+from trainer.evaluate import evaluate
+from trainer.rewards import EmbeddedServer, RewardSource
+from trainer.rollout.base import RolloutBatch, SamplingParams
+
+RENDERS = "```tsx\nexport default function A() { return <p>hello</p>; }\n```"
+EMPTY = "```tsx\nexport default function B() { return <div><span></span></div>; }\n```"
+THROWS = "```tsx\nexport default function C() { const x: any = null; return <p>{x.y}</p>; }\n```"
+BROKEN = "```tsx\nexport default function D() { return <p>; }\n```"
+
+
+class Replay:
+    """An engine that answers every prompt with the next of a fixed list of completions."""
+
+    def __init__(self, texts):
+        self.texts = texts
+
+    def generate(self, prompts, group_size, sampling, seeds=None):
+        texts = self.texts[: len(prompts) * group_size]
+        spans = [default_split(t) for t in texts]
+        width = max(len(s) for s in spans)
+        mask = torch.tensor([[j < len(s) for j in range(width)] for s in spans])
+        return RolloutBatch(prompt_ids=[[1]] * len(prompts), completion_ids=torch.zeros(len(texts), width, dtype=torch.long),
+                            completion_mask=mask, behaviour_logprobs=torch.zeros(len(texts), width), texts=list(texts),
+                            spans=spans, truncated=torch.zeros(len(texts), dtype=torch.bool), group_size=group_size)
+
+
+def test_render_and_empty_render_rates_per_level():
+    require_node_toolchain()
+    require_host(not iso.render_refusal(iso.detect().layers), "bubblewrap with user namespaces (the render layers)")
+    texts = [RENDERS, RENDERS, EMPTY, THROWS, BROKEN]
+    examples = [Example(f"prompt {i}", None) for i in range(len(texts))]
+    with EmbeddedServer(warm_scorers=False) as server:
+        source = RewardSource(server.url, "react")
+        try:
+            out = evaluate(Replay(texts), source, examples, SamplingParams(max_new_tokens=8), levels=["build", "render"])
+        finally:
+            source.close()
+    assert out["build/pass_rate"] == pytest.approx(4 / 5)
+    assert out["render/pass_rate"] == pytest.approx(2 / 5)
+    assert out["render/render_rate"] == pytest.approx(2 / 5)
+    assert out["render/empty_render_rate"] == pytest.approx(1 / 5)
+    assert out["render/render_error_rate"] == pytest.approx(1 / 5)
+    assert "build/render_rate" not in out
