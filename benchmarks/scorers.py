@@ -4,12 +4,14 @@
 
 * React: compiles per second at each level through the warm Node pool, and the whole
   ``react`` scorer (extraction, compile, token scheme) at ``build``, against spawning the
-  esbuild CLI once per file.
+  esbuild CLI once per file; renders (level ``render``: build, execute, server-render in a
+  fresh realm) and lints (ESLint, after the syntax check) per second through the same pool,
+  after a warm-up (``--warmup`` files per worker); screenshots per second in one Chromium.
 * Math: ordinary answers per second through the ``math`` scorer against calling
   math-verify's ``verify(parse(.), parse(.))`` directly; adversarial answers' latency.
 
-Targets on 2 cores: build >= 200 files/s, typecheck >= 50 files/s, math >= 500 answers/s,
-adversarial answers under 50 ms.
+Targets on 2 cores: build >= 200 files/s, typecheck >= 50 files/s, render >= 150 components/s,
+lint >= 300 files/s, math >= 500 answers/s, adversarial answers under 50 ms.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import os
 import random
 import time
 
-from benchmarks.compile_throughput import bench_esbuild_cli, bench_pool, component
+from benchmarks.compile_throughput import bench_esbuild_cli, bench_pool, bench_screenshots, component
 from benchmarks.math_throughput import ADVERSARIAL, ordinary
 from reward_server.math.equivalence import warm_up
 from reward_server.scorers.base import Rollout
@@ -34,17 +36,23 @@ def per_second(n: int, fn) -> float:
     return n / (time.perf_counter() - started)
 
 
-def react_section(files: int, workers: int) -> dict[str, float]:
+def react_section(files: int, workers: int, warmup: int, screenshots: int) -> dict[str, float]:
     codes = [component(i) for i in range(files)]
     rates = {}
     with NodePool(size=workers) as pool:
         for level in ("syntax", "build", "typecheck"):
             rates[f"pool {level}"] = bench_pool(pool, codes, level)
+        rates["pool render"] = bench_pool(pool, codes, "render", warmup=warmup)
+        rates["pool lint"] = bench_pool(pool, codes, "syntax", lint=True, warmup=warmup)
         scorer = ReactScorer(pool)
         rollouts = [Rollout(f"Here it is:\n```tsx\n{code}```\n") for code in codes]
-        opts = ReactOptions(level="build")
-        rates["react scorer build"] = per_second(len(rollouts), lambda: [
-            scorer.score_batch(rollouts[i:i + 64], opts) for i in range(0, len(rollouts), 64)])
+        for level in ("build", "render"):
+            opts = ReactOptions(level=level)
+            rates[f"react scorer {level}"] = per_second(len(rollouts), lambda: [
+                scorer.score_batch(rollouts[i:i + 64], opts) for i in range(0, len(rollouts), 64)])
+        htmls = [r.render.html for r in pool.compile_many(codes[:screenshots], level="render")] if screenshots else []
+    if htmls:
+        rates["screenshots (1 Chromium)"] = bench_screenshots(htmls)
     rates["esbuild CLI per file"] = bench_esbuild_cli(codes[: min(files, 100)])
     return rates
 
@@ -75,18 +83,36 @@ def main(argv=None) -> None:
     p.add_argument("--files", type=int, default=400)
     p.add_argument("--answers", type=int, default=2000)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=300, help="warm-up files per worker before render and lint")
+    p.add_argument("--screenshots", type=int, default=100, help="screenshots to time (0: skip)")
+    p.add_argument("--react-only", action="store_true", help="skip the math section")
     args = p.parse_args(argv)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, {args.workers} workers per pool")
-    react = react_section(args.files, args.workers)
+    react = react_section(args.files, args.workers, args.warmup, args.screenshots)
+    if args.react_only:
+        for name, value in react.items():
+            print(f"  {name:24s} {value:9.0f} /s")
+        _react_targets(react)
+        print(f"load average at the end {os.getloadavg()[0]:.2f}")
+        return
     math_rates, latency = math_section(args.answers, args.workers)
     for name, value in {**react, **math_rates}.items():
         print(f"  {name:24s} {value:9.0f} /s")
     print(f"  pool build / esbuild CLI      = {react['pool build'] / react['esbuild CLI per file']:5.1f}x  (target build >= 200/s)")
     print(f"  pool typecheck                = {react['pool typecheck']:5.0f}/s (target >= 50/s)")
+    _react_targets(react)
     print(f"  math scorer / math-verify     = {math_rates['math scorer'] / math_rates['math-verify direct']:5.1f}x  (target >= 500/s)")
     print(f"  adversarial answers, worst    = {max(latency.values()):5.1f} ms (target < 50 ms)")
     for name, ms in latency.items():
         print(f"    {name:22s} {ms:7.2f} ms")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+def _react_targets(react: dict[str, float]) -> None:
+    print(f"  pool render                   = {react['pool render']:5.0f}/s (target >= 150/s)")
+    print(f"  pool lint                     = {react['pool lint']:5.0f}/s (target >= 300/s)")
+    if "screenshots (1 Chromium)" in react:
+        print(f"  screenshots                   = {react['screenshots (1 Chromium)']:5.1f}/s (reported)")
 
 
 if __name__ == "__main__":

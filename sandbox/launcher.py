@@ -144,6 +144,12 @@ def build_launch(
     return LaunchSpec(argv=[*prefix, *command], env=env, host_tmp=None if private_tmp else host_tmp)
 
 
+# A larger young generation: ESLint and the TS parser allocate many short-lived objects, and
+# with the default semi-space a lint spent a sixth of its time in scavenges.
+NODE_SEMI_SPACE_MB = 32
+
+
 def worker_command() -> list[str]:
     """The compile worker's own command line (before isolation wrapping)."""
-    return [node_binary(), f"--stack-size={NODE_STACK_KB}", str(WORKER_SCRIPT)]
+    return [node_binary(), f"--stack-size={NODE_STACK_KB}", f"--max-semi-space-size={NODE_SEMI_SPACE_MB}",
+            str(WORKER_SCRIPT)]

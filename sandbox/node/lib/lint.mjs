@@ -5,8 +5,11 @@
 // (no config files, `react.version` is fixed instead of detected).
 //
 // Two rule sets: "hooks" (rules-of-hooks only: the render level's verdict on hooks) and
-// "all" (every rule: the `lint` option). Findings are diagnostics with the rule id; a rule
-// that crashes on an input yields no findings, never a failed compile.
+// "all" (the `lint` option): react's recommended rules except display-name and
+// require-render-return (style and class-component rules that each run their own component
+// detection, a third of the lint's time), plus rules-of-hooks and exhaustive-deps. Findings
+// are diagnostics with the rule id; a rule that crashes on an input yields no findings, never a
+// failed compile.
 import { createRequire } from "node:module";
 import path from "node:path";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
@@ -25,16 +28,33 @@ function parserOptions() {
   };
 }
 
+const SKIPPED = ["react/display-name", "react/require-render-return", "react/prop-types"];  // prop-types: TS types do it
+
 function rulesFor(set, react) {
   const hooks = { "react-hooks/rules-of-hooks": "error" };
   if (set === "hooks") return hooks;
-  return {
-    ...react.configs.flat.recommended.rules,
-    ...react.configs.flat["jsx-runtime"].rules,
-    "react/prop-types": "off",  // TypeScript's props types do this job
-    ...hooks,
-    "react-hooks/exhaustive-deps": "warn",
+  const rules = { ...react.configs.flat.recommended.rules, ...react.configs.flat["jsx-runtime"].rules };
+  for (const rule of SKIPPED) delete rules[rule];
+  return { ...rules, ...hooks, "react-hooks/exhaustive-deps": "warn" };
+}
+
+/**
+ * eslint-plugin-react asks semver whether the (fixed) React version satisfies a range on every
+ * check, parsing both each time (5% of a lint): the answers are remembered instead.
+ */
+function memoiseSemver(pluginDir) {
+  const semver = require(require.resolve("semver", { paths: [pluginDir] }));
+  if (semver.satisfies.botgrpoMemoised) return;
+  const satisfies = semver.satisfies;
+  const answers = new Map();
+  const memoised = (version, range, options) => {
+    if (options !== undefined || typeof version !== "string" || typeof range !== "string") return satisfies(version, range, options);
+    const key = `${version}\u0000${range}`;
+    if (!answers.has(key)) answers.set(key, satisfies(version, range));
+    return answers.get(key);
   };
+  memoised.botgrpoMemoised = true;
+  semver.satisfies = memoised;
 }
 
 function configFor(set) {
@@ -46,7 +66,10 @@ function configFor(set) {
   const parser = require("@typescript-eslint/parser");
   const plugins = { "react-hooks": require("eslint-plugin-react-hooks") };
   let react = null;
-  if (set === "all") plugins.react = react = require("eslint-plugin-react");
+  if (set === "all") {
+    plugins.react = react = require("eslint-plugin-react");
+    memoiseSemver(path.dirname(require.resolve("eslint-plugin-react/package.json")));
+  }
   const config = new FlatConfigArray([{
     files: ["**/*.tsx"],
     languageOptions: { parser, parserOptions: parserOptions() },
