@@ -88,8 +88,8 @@ class Setting:
 def react_setup(root: Path, budget: Budget) -> dict[str, str]:
     from trainer.demo import DemoSettings, prepare
 
-    settings = DemoSettings(out_dir=str(root / "react"), shape="blocks", broken_share=0.85, max_mistakes=2,
-                            eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps, sft_max_seconds=1800)
+    settings = DemoSettings(out_dir=str(root / "react"), shape="blocks", broken_share=0.75, max_mistakes=2,
+                            eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps, sft_max_seconds=2400)
     return prepare(settings)
 
 
