@@ -1,8 +1,9 @@
 """Isolation layers for the Node compile workers: what exists, what this host can provide,
 and which layers a pool actually runs with.
 
-Untrusted model output is compiled (never executed) by the workers, but compilers are large
-attack surfaces, so every worker is wrapped in independent layers; losing one (e.g. no
+Untrusted model output is compiled by the workers and, at level ``render``, executed (in a
+fresh realm on a heap-capped thread); compilers are large attack surfaces and node:vm is no
+boundary at all, so every worker is wrapped in independent layers; losing one (e.g. no
 bubblewrap on a laptop) must not silently lose the others. The operator lists layers they
 *require*; a required layer that this host cannot provide makes pool start-up fail closed
 with :class:`IsolationUnavailable` naming the layer. Everything else available is used.

@@ -113,3 +113,30 @@ def test_botgrpo_score_writes_the_screenshot(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     img = image(out.read_bytes())
     assert img.size == (800, 600) and len(img.getcolors(maxcolors=1 << 16)) > 2
+
+
+def test_the_server_returns_the_screenshot_on_request(tmp_path):
+    import base64
+
+    import httpx
+
+    from tests.live_server import LiveServer
+
+    require_node_toolchain()
+    require_host(ScreenshotPool.available(), "Chromium (apt-get install chromium)")
+    require_host(not iso.render_refusal(iso.detect().layers), "bubblewrap with user namespaces (the render layers)")
+    srv = LiveServer(tmp_path, env={"BOTGRPO_WARM_SCORERS": "false"})
+    try:
+        reply = httpx.post(srv.url + "/v1/rewards", timeout=180, json={
+            "task": "react", "options": {"level": "render", "screenshot": True, "screenshot_width": 400,
+                                         "screenshot_height": 200},
+            "rollouts": [{"id": "card", "completion": f"```tsx\n{CARD}```"}]})
+        assert reply.status_code == 200, reply.text
+        (result,) = reply.json()["results"]
+        assert result["passed"] is True and result["details"]["render"]["status"] == "ok"
+        assert image(base64.b64decode(result["details"]["screenshot_png"])).size == (400, 200)
+        plain = httpx.post(srv.url + "/v1/rewards", timeout=60, json={
+            "task": "react", "options": {"level": "render"}, "rollouts": [{"id": "c", "completion": f"```tsx\n{CARD}```"}]})
+        assert "screenshot_png" not in plain.json()["results"][0]["details"]
+    finally:
+        srv.stop()
