@@ -80,7 +80,8 @@ ATTACKS = {
     "prototype pollution": (component('(Object.prototype as any).polluted = "yes";'), "violation", "built-in"),
     "method replaced": (component("Array.prototype.map = function () { return []; } as any;"), "violation", "built-in"),
     "define on a built-in": (component('Object.defineProperty(JSON, "stringify", { value: () => "{}" });'), "violation", "built-in"),
-    "global pollution": (component('(globalThis as any).hacked = true;'), "violation", "globalThis.hacked"),
+    "global pollution": (component('(globalThis as any).hacked = true;'), "violation", "global hacked"),
+    "global replaced": (component("(globalThis as any).Object = function Fake() {};"), "violation", "built-in"),
     "pollution at module load": ('(Object.prototype as any).polluted = 1;\nexport default () => <p>x</p>;\n', "violation", "built-in"),
     # code from strings, shared memory, finalizers
     "new Function": (component('new Function("return 1")();'), "violation", "eval"),

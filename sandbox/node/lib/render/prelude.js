@@ -19,11 +19,9 @@
   const create = Object.create;
   const defineProperty = Object.defineProperty;
   const freeze = Object.freeze;
-  const objectIs = Object.is;
   const ownKeys = Reflect.ownKeys;
   const gopd = Reflect.getOwnPropertyDescriptor;
   const getProto = Reflect.getPrototypeOf;
-  const isExtensible = Reflect.isExtensible;
   const apply = Reflect.apply;
   const parseJSON = JSON.parse;
   const toStr = String;
@@ -184,7 +182,7 @@
     if (state.effectErrors.length < MAX_LIST) push(state.effectErrors, describe(error));
   }
 
-  // ---- fingerprint of the built-ins, taken before model code runs
+  // ---- the built-ins, frozen before model code runs
   function watchedObjects() {
     const list = [G];
     const seen = new Set();
@@ -211,53 +209,17 @@
     for (let i = 0; i < extra.length; i++) add(extra[i]);
     return list;
   }
-  function snapshot(list) {
-    const snap = [];
-    for (let i = 0; i < list.length; i++) {
-      const o = list[i];
-      const keys = ownKeys(o);
-      const slots = [];
-      for (let j = 0; j < keys.length; j++) {
-        const d = gopd(o, keys[j]);
-        slots[j] = d === undefined ? undefined : gopd(d, "get") !== undefined ? d.get : d.value;
-      }
-      const entry = create(null);
-      entry.keys = keys; entry.slots = slots; entry.extensible = isExtensible(o);
-      snap[i] = entry;
+  /** The first global this realm did not start with, or null. */
+  function newGlobal() {
+    const now = ownKeys(G);
+    const before = user.globalNames;
+    if (now.length === before.length) return null;
+    for (let i = 0; i < now.length; i++) {
+      let found = false;
+      for (let j = 0; j < before.length; j++) if (before[j] === now[i]) { found = true; break; }
+      if (!found) return toStr(now[i]);
     }
-    return snap;
-  }
-  function nameOf(o) {
-    if (o === G) return "globalThis";
-    try {
-      const d = gopd(o, "constructor");
-      const ctor = d && d.value;
-      const n = ctor && gopd(ctor, "name");
-      if (n && typeof n.value === "string") return ctor.prototype === o ? `${n.value}.prototype` : n.value;
-      const own = gopd(o, "name");
-      if (own && typeof own.value === "string") return own.value;
-    } catch { /* described generically */ }
-    return "a built-in object";
-  }
-  /** The first change between two snapshots, as "Array.prototype.map" or "globalThis.foo". */
-  function firstChange(list, before, after) {
-    for (let i = 0; i < list.length; i++) {
-      const k1 = before[i].keys, s1 = before[i].slots, k2 = after[i].keys, s2 = after[i].slots;
-      const where = nameOf(list[i]);
-      if (before[i].extensible !== after[i].extensible) return `${where} (made non-extensible)`;
-      if (k1.length !== k2.length) {
-        for (let j = 0; j < k2.length; j++) {
-          let found = false;
-          for (let m = 0; m < k1.length; m++) if (k1[m] === k2[j]) { found = true; break; }
-          if (!found) return `${where}.${toStr(k2[j])}`;
-        }
-        return `${where} (a property was removed)`;
-      }
-      for (let j = 0; j < k1.length; j++) {
-        if (k1[j] !== k2[j] || !objectIs(s1[j], s2[j])) return `${where}.${toStr(k2[j])}`;
-      }
-    }
-    return null;
+    return "(a removed global)";
   }
 
   // ---- React, instantiated for this context only
@@ -414,9 +376,9 @@
       const module = record();
       module.exports = {};
       apply(user.factory, undefined, [module.exports, user.require, module]);
-      const changed = firstChange(user.globalOnly, user.globalBaseline, snapshot(user.globalOnly));
-      if (changed !== null) {
-        violation(`modified the built-in ${changed}`);
+      const added = newGlobal();
+      if (added !== null) {
+        violation(`added the global ${added}`);
         res.status = "violation";
         return res;
       }
@@ -446,13 +408,13 @@
       for (let i = 0; i < cleanups.length; i++) {
         try { cleanups[i](); } catch (error) { noteEffectError(error); }
       }
-      const late = firstChange(user.globalOnly, user.globalBaseline, snapshot(user.globalOnly));
-      if (late !== null) violation(`modified the built-in ${late}`);
+      const late = newGlobal();
+      if (late !== null) violation(`added the global ${late}`);
       state.phase = "done";
     } catch (error) {
       if (state.phase === "module") {
-        const changed = firstChange(user.globalOnly, user.globalBaseline, snapshot(user.globalOnly));
-        if (changed !== null) violation(`modified the built-in ${changed}`);
+        const added = newGlobal();
+        if (added !== null) violation(`added the global ${added}`);
       }
       res.status = "error";
       const d = describe(error);
@@ -474,13 +436,21 @@
     defineProperty(G, "__botgrpo_run", { value: run, writable: false, enumerable: false, configurable: false });
     // Harden: every built-in (not the global object, which cannot be frozen) is frozen before
     // any model code runs, so a component cannot change what React or this file rely on, nor
-    // rig its own markup. The global object is compared with this snapshot instead.
+    // rig its own markup.
     const watched = watchedObjects();
     for (let i = 1; i < watched.length; i++) {
       try { freeze(watched[i]); } catch { /* not freezable (none of the built-ins model code could use) */ }
     }
-    user.globalOnly = [G];
-    user.globalBaseline = snapshot(user.globalOnly);
+    // The global object cannot be frozen, but its bindings can be locked: React looks up
+    // `Object`, `Array`, ... at call time, so a replaced global would rig it as surely.
+    const names = ownKeys(G);
+    for (let i = 0; i < names.length; i++) {
+      const d = gopd(G, names[i]);
+      if (d !== undefined && d.configurable && gopd(d, "value") !== undefined) {
+        defineProperty(G, names[i], { value: d.value, writable: false, enumerable: d.enumerable, configurable: false });
+      }
+    }
+    user.globalNames = ownKeys(G);
   };
   /** Prepare one render: the model's module factory and a JSON job description. */
   api.install = (factory, configJson) => {

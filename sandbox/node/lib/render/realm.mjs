@@ -87,7 +87,7 @@ const RESOURCE = [
   [/Invalid (?:string|array|typed array) length|Array buffer allocation failed|allocation failed|out of memory/i,
     "memory", "Render ran out of memory"],
   [/Code generation from strings disallowed/, "violation", "the component tried to evaluate a string as code (eval / new Function)"],
-  [/^Cannot (?:add|define) property [^,]+, object is not extensible|^Cannot redefine property: | is not extensible$|^Cannot (?:assign to read only|delete) property '[^']*' of (?:object )?'?(?:\[object (?:Array|String|Number|Boolean|Function|Object|Math|JSON|Symbol|RegExp|Date|Promise|Map|Set|Error|Reflect)\]|#<(?:Object|Promise|Map|Set|WeakMap|WeakSet|Error|Date|RegExp|Symbol)>|function )/,
+  [/^Cannot (?:add|define) property [^,]+, object is not extensible|^Cannot redefine property: | is not extensible$|^Cannot (?:assign to read only|delete) property '[^']*' of (?:object )?'?(?:\[object (?:Array|String|Number|Boolean|Function|Object|Math|JSON|Symbol|RegExp|Date|Promise|Map|Set|Error|Reflect|global)\]|#<(?:Object|Promise|Map|Set|WeakMap|WeakSet|Error|Date|RegExp|Symbol)>|function )/,
     "violation", "the component tried to modify a built-in object (built-ins are frozen)"],
 ];
 
