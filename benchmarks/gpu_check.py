@@ -102,7 +102,7 @@ def hf_engine_steps(args, device: str) -> tuple[list[dict], int]:
 
 def _saved_policy(directory: Path, shape: dict) -> Path:
     """A bf16 checkpoint (as instruct models ship) with a tokenizer built on arithmetic text."""
-    from botgrpo.tiny import train_tokenizer
+    from trainer.tiny import train_tokenizer
     from trainer.tasks import arith
 
     texts = [p + c for p, c in arith.make_sft_corpus(300, 0)]

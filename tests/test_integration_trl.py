@@ -131,11 +131,13 @@ def test_reward_server_source_sends_token_spans_and_returns_token_scores(tiny_mo
 
     source = RewardServerTokens("http://reward.test", "math", options={"error_propagation": False}, tokenizer=tokenizer)
     source.client = RewardClient("http://reward.test", transport=httpx.MockTransport(server))
-    ids = [tokenizer("12 + 3 = 15")["input_ids"], tokenizer("no")["input_ids"]]
+    ids = [tokenizer("12 + 3 = 15")["input_ids"] + [tokenizer.eos_token_id], tokenizer("no")["input_ids"]]
     scores = source(prompts=["p", "p"], completions=["", ""], completion_ids=ids, reference=[{"answer": "15"}] * 2)
     body = sent[0]
     assert body["task"] == "math" and body["options"] == {"error_propagation": False}
     assert [r["completion"] for r in body["rollouts"]] == ["12 + 3 = 15", "no"]
+    # TRL's own rule: a completion that does not end in an end token was cut off by the limit
+    assert [r["finish_reason"] for r in body["rollouts"]] == ["stop", "length"]
     assert body["rollouts"][0]["reference"] == {"answer": "15"}
     assert [len(s) for s in scores] == [len(i) for i in ids]  # one score per token, from the spans' starts
     assert scores[0][0] == 0.0 and scores[0] == sorted(scores[0])

@@ -131,7 +131,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from botgrpo.tiny import train_tokenizer
+    from trainer.tiny import train_tokenizer
     return train_tokenizer(["Compute 3 * 4 = 12, 12 + 2 = 15, so \\boxed{12}. 2 + 2 = 5 wrong\n"] * 30, vocab_size=300)
 
 

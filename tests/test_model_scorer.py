@@ -4,7 +4,7 @@ import threading
 import pytest
 import torch
 
-from botgrpo.tiny import save_token_classifier
+from trainer.tiny import save_token_classifier
 from reward_server.scorers.base import Rollout
 from reward_server.scorers.model import ModelOptions, ModelScorer, _to_scores
 from reward_server.service import ScoringService

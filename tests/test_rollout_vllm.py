@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from botgrpo.tiny import train_tokenizer
+from trainer.tiny import train_tokenizer
 from tests import fake_vllm
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup

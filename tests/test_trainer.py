@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from botgrpo.tiny import train_tokenizer
+from trainer.tiny import train_tokenizer
 from reward_server.composition import compose
 from reward_server.scorers.base import ScoreResult, SpanScore
 from tests.live_server import LiveServer

@@ -65,12 +65,16 @@ class RewardServerTokens:
         if self.tokenizer is None:
             raise RuntimeError("RewardServerTokens needs a tokenizer (BoTGRPOTrainer sets its own)")
         references = columns.get(self.reference_column) or [None] * len(prompts)
+        # TRL's own test for truncation: a completion that does not end in an end token hit the limit
+        ends = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id} - {None}
         groups: dict[str, int] = {}
         rollouts = []
         for i, (prompt, ids, reference) in enumerate(zip(prompts, completion_ids, references)):
-            text, spans = token_spans(self.tokenizer, list(ids))
+            ids = list(ids)
+            text, spans = token_spans(self.tokenizer, ids)
             rollouts.append({"id": str(i), "group": str(groups.setdefault(str(prompt), len(groups))),
-                             "completion": text, "token_offsets": [list(s) for s in spans], "reference": reference})
+                             "completion": text, "token_offsets": [list(s) for s in spans], "reference": reference,
+                             "finish_reason": "stop" if ids and ids[-1] in ends else "length"})
         return [None if r.get("error") else list(r["token_scores"])
                 for r in self.client.score(self.task, rollouts, self.options)]
 
