@@ -137,9 +137,12 @@ def test_an_empty_render_fails_and_is_configurable(pool):
     result = pool.compile(EMPTY, "render")
     assert not result.ok and result.render.status == "empty"
     assert result.render.html == '<div class="wrapper"><section></section><span></span></div>'
-    (diagnostic,) = result.diagnostics
-    assert diagnostic.rule == "render/empty" and not diagnostic.located
+    (diagnostic,) = result.diagnostics  # blamed on the return that rendered nothing
+    assert diagnostic.rule == "render/empty" and line_text(EMPTY, diagnostic).startswith("return <div className=")
     assert pool.compile(EMPTY, "render", render={"empty": "allow"}).ok
+    several = "export default function S({ a }: { a: boolean }) {\n  if (a) return <div />;\n  return <span />;\n}\n"
+    (unplaced,) = pool.compile(several, "render").diagnostics
+    assert unplaced.rule == "render/empty" and not unplaced.located  # two returns: no one place
     assert pool.compile(ONLY_INPUT, "render").ok  # an input is content
     assert not pool.compile(ONLY_INPUT, "render", render={"wrappers": ["div", "input"]}).ok
 
@@ -214,7 +217,9 @@ def test_scorer_outcome_weights_and_blame(scorer):
     renders, throws, empty, broken = scorer.score_batch(rollouts, opts)
     assert (renders.score, renders.passed) == (1.0, True) and renders.details["reason"] == "renders"
     assert (throws.score, throws.passed) == (0.0, False) and throws.details["reason"] == "render error"
-    assert empty.score == 0.0 and empty.details["render"]["status"] == "empty" and empty.local == []
+    assert empty.score == 0.0 and empty.details["render"]["status"] == "empty"
+    blamed = {i for span in empty.local for i in range(span.start, span.end)}
+    assert rollouts[2].completion.index("return <div") in blamed
     assert broken.score == -1.0
     weighted = scorer.score_batch(rollouts[1:2], ReactOptions(level="render", render_weight=1.0))[0]
     assert weighted.score == -1.0

@@ -14,8 +14,9 @@ runaway recursion, a violation of the sandbox, an output flood) is the lowest re
 ``R = -1`` whatever the spec says, and ``l = -1`` on every character.
 
 Local signal. Render failures with a place (the throwing line, the invalid element, each hook
-called out of order) are diagnostics the ``local`` signal blames like any other finding; an
-empty render has no place and costs through the outcome only. Lint findings (``lint: signal``
+called out of order, the ``return`` of a component that rendered nothing) are diagnostics the
+``local`` signal blames like any other finding; an empty render from a component with several
+returns has no one place and costs through the outcome only. Lint findings (``lint: signal``
 or ``fail``) are ``l = -1`` on each finding's span, at most :data:`MAX_LINT_SPANS` of them,
 whether or not the rollout passes.
 """

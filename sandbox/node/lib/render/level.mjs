@@ -6,7 +6,8 @@
 import { isEmptyRender } from "./html.mjs";
 import { BUILTINS, bundleForRender, refusedBuiltin } from "./bundle.mjs";
 import { needsHooksLint } from "./hooks.mjs";
-import { defaultProps } from "./props.mjs";
+import ts from "typescript";
+import { componentNode, defaultProps } from "./props.mjs";
 import { lintFile } from "../lint.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "../positions.mjs";
 import { summarize } from "../summary.mjs";
@@ -47,8 +48,29 @@ function lineSpan(code, starts, line, column) {
   return start < end ? [start, end] : [at, Math.min(code.length, at + 1)];
 }
 
-function renderDiagnostics(code, result, target) {
+/** The return statement (or expression body) that produced an empty render, as [start, end). */
+function emptySpan(sourceFile, target) {
+  let node = componentNode(sourceFile, target.exportName === "default" ? "default" : target.name).node;
+  if (node && ts.isClassLike(node)) node = node.members.find((m) => ts.isMethodDeclaration(m) && m.name.getText(sourceFile) === "render");
+  if (!node || !node.body) return null;
+  if (!ts.isBlock(node.body)) return [node.body.getStart(sourceFile), node.body.getEnd()];
+  const returns = [];
+  const stack = [...node.body.statements];
+  while (stack.length > 0 && returns.length < 2) {
+    const n = stack.pop();
+    if (ts.isReturnStatement(n)) returns.push(n);
+    else if (!ts.isFunctionLike(n) && !ts.isClassLike(n)) ts.forEachChild(n, (c) => { stack.push(c); });
+  }
+  const last = returns.length === 1 ? returns[0] : null;  // several returns: no one place to blame
+  return last ? [last.getStart(sourceFile), last.getEnd()] : null;
+}
+
+function renderDiagnostics(code, result, target, sourceFile) {
   const starts = lineStarts(code);
+  if (result.status === "empty") {
+    const span = emptySpan(sourceFile, target) ?? [0, 0];
+    return [{ ...makeDiagnostic(starts, span[0], span[1], result.message), rule: "render/empty" }];
+  }
   if (result.status === "error") {
     const message = `Render error: ${result.name ? `${result.name}: ` : ""}${result.message ?? "the component threw"}`;
     if (typeof result.line === "number") {
@@ -101,7 +123,7 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
       result.message = "Rendered nothing visible: no text and no elements beyond wrappers";
     }
   }
-  const diagnostics = renderDiagnostics(code, result, target);
+  const diagnostics = renderDiagnostics(code, result, target, sourceFile);
   const fatal = FATAL.has(result.status);
   if (!fatal) diagnostics.push(...hooks);
   const render = { component: target.name, props, props_from: given && Object.keys(given).length ? "spec" : inferred.from };

@@ -136,7 +136,7 @@ class Builder {
 }
 
 /** The function (or class) node that renders `name` ("default": the default export). */
-function componentNode(sf, name) {
+export function componentNode(sf, name) {
   const unwrap = (node) => {
     while (node && ts.isCallExpression(node) && node.arguments.length) node = node.arguments[0];  // memo(forwardRef(...))
     while (node && (ts.isParenthesizedExpression(node) || ts.isAsExpression(node))) node = node.expression;
