@@ -44,6 +44,28 @@ def test_plan_covers_methods_seeds_and_ablations():
     assert len(keys) == len(set(keys))
     assert sum(run.label == "grpo" and run.task == "react" for run in runs) == FULL.seeds >= 5
     labels = {run.label for run in runs if run.task == "react"}
-    assert {"bot_grpo w_s=0.0", "bot_grpo oracle", "gspo iters=2", "bot_grpo seq-mean-token-mean"} <= labels
+    assert {"bot_grpo w_s=0.0", "bot_grpo oracle", "gspo iters=2", "bot_grpo seq-mean-token-mean",
+            "bot_grpo min_std=0.5"} <= labels
     assert {label for label, *_ in SETTINGS["math"].ablations} <= {run.label for run in runs if run.task == "math"}
     assert all(run.label in ("bot_grpo", "grpo") for run in plan(["react"], ["bot_grpo", "grpo"], QUICK))
+
+
+def test_report_from_finished_runs(tmp_path):
+    """write_report turns run files into tables, ratios and plots, with nothing trained."""
+    import json
+
+    from benchmarks.convergence import Run, write_report
+    (tmp_path / "runs").mkdir()
+    for seed in range(3):
+        for label, reach in (("grpo", 40), ("bot_grpo", 20)):
+            evals = [{"step": s, "pass_rate": 0.9 if s >= reach + seed * 5 else 0.2, "spec_rate": 0.1} for s in range(0, 65, 5)]
+            run = Run("react", label, label, seed)
+            record = {"task": "react", "label": label, "method": label, "seed": seed, "key": run.key, "evals": evals,
+                      "seconds": 10.0, "commit": "abc"}
+            (tmp_path / "runs" / f"{run.key}.json").write_text(json.dumps(record))
+    text = write_report(tmp_path, FULL, "python -m benchmarks.convergence")
+    assert "| bot_grpo | 3/3 |" in text and "| grpo | 3/3 |" in text
+    assert "- bot_grpo: **" in text  # GRPO's steps over BoT-GRPO's: (40+45+50) / (20+25+30) = 1.8
+    assert "1.80x" in text
+    assert (tmp_path / "convergence-react.png").stat().st_size > 5000
+    assert json.loads((tmp_path / "results.json").read_text())["summary"]["react"]["grpo_steps_over"]["bot_grpo"][0] == 1.8
