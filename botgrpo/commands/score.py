@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(problem)
         scores = compose(result, len(rollout.completion), offsets, options.local_weight)
         if args.json:
-            details = {k: v for k, v in result.details.items() if k != "screenshot_png"}
+            details = {k: v for k, v in result.details.items() if k != "screenshot_png" or args.screenshot is None}
             print(json.dumps({"score": result.score, "passed": result.passed, "token_offsets": offsets,
                               "token_scores": scores, "details": details, "error": result.error}))
             continue
