@@ -175,7 +175,8 @@ def _render(raw: Any, redact: tuple[tuple[str, str], ...]) -> RenderResult | Non
     props = raw.get("props") if isinstance(raw.get("props"), dict) else {}
     return RenderResult(
         status=str(raw.get("status", "crashed")), message=clean_message(raw.get("message", ""), redact),
-        html=_SURROGATE.sub("\ufffd", str(raw.get("html", ""))), text=_SURROGATE.sub("\ufffd", str(raw.get("text", ""))), text_chars=int(raw.get("textChars", 0) or 0),
+        html=_SURROGATE.sub("\ufffd", str(raw.get("html", ""))),
+        text=_SURROGATE.sub("\ufffd", str(raw.get("text", ""))), text_chars=int(raw.get("textChars", 0) or 0),
         elements=int(raw.get("elements", 0) or 0), tags={str(k): int(v) for k, v in tags.items()},
         component=str(raw["component"]) if raw.get("component") is not None else None, props=props,
         props_from=str(raw.get("props_from", "none")), effects=int(raw.get("effects", 0) or 0),
