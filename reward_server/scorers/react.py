@@ -79,6 +79,8 @@ class ReactOptions(RecipeOptions, rr.RenderOptions):
 
     @model_validator(mode="after")
     def _render_needs_isolation(self) -> "ReactOptions":
+        if (self.screenshot or self.return_html) and self.level != "render":
+            raise ValueError("screenshot and return_html need level render")
         if self.level == "render":
             reason = iso.render_refusal(iso.detect().layers)
             if reason is not None:
