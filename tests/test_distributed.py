@@ -29,8 +29,10 @@ def env(tmp_path_factory):
 def run(tmp, setup, server, name, nproc, mode, **overrides):
     out = tmp / name
     out.mkdir()
-    cfg = tiny_config(setup, out / "run", reward_url=server.url, steps=2, eval_dataset=None, plot=False,
-                      prompts_per_step=4, distributed=mode, micro_batch_size=4, **overrides)
+    values = dict(reward_url=server.url, steps=2, eval_dataset=None, plot=False, prompts_per_step=4,
+                  distributed=mode, micro_batch_size=4)
+    values.update(overrides)
+    cfg = tiny_config(setup, out / "run", **values)
     (out / "cfg.json").write_text(cfg.model_dump_json())
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
            str(SCRIPT), str(out / "cfg.json"), str(out)]
@@ -69,3 +71,29 @@ def test_two_ranks_match_one_process(env, mode):
     from transformers import AutoModelForCausalLM
     initial = dict(AutoModelForCausalLM.from_pretrained(setup["model"]).named_parameters())
     assert any(not torch.equal(initial[name].detach(), p) for name, p in single.items())  # training moved them
+
+
+def _same(single, rank0, rank1):
+    for name, p in single.items():
+        assert torch.equal(rank0[name], rank1[name]), f"{name} differs across ranks"
+        assert torch.allclose(rank0[name], p, atol=2e-5, rtol=1e-4), f"{name}: 2 ranks != 1 process"
+
+
+def test_two_ranks_packed_match_one_process_padded(env):
+    """Packed micro-batches of at most 60 tokens on each of 2 DDP ranks (the ranks agree on how
+    many: each backward is a collective) against padded micro-batches of 4 rows in one process."""
+    tmp, setup, server = env
+    single = run(tmp, setup, server, "single-padded", 1, "none", packing=False)[0]
+    rank0, rank1 = run(tmp, setup, server, "two-packed", 2, "ddp", packing=True, micro_batch_tokens=60)
+    _same(single, rank0, rank1)
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp"])
+def test_two_ranks_async_match_one_process_async(env, mode):
+    """The asynchronous pipeline under torchrun: each rank samples its prompts on a background
+    thread from a plain copy of the weights (gathered from the shards under FSDP, on the main
+    thread), no collective off the main thread; the ranks equal one process running async."""
+    tmp, setup, server = env
+    single = run(tmp, setup, server, f"single-async-{mode}", 1, "none", async_steps=1, steps=3)[0]
+    rank0, rank1 = run(tmp, setup, server, f"two-async-{mode}", 2, mode, async_steps=1, steps=3)
+    _same(single, rank0, rank1)

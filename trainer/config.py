@@ -64,6 +64,9 @@ class TrainConfig(BaseModel):
     prompts_per_step: int = Field(8, ge=1, description="prompts per step, over all ranks")
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     num_iterations: int = Field(1, ge=1, description="optimizer passes over each batch (old log-probs kept)")
+    async_steps: int = Field(0, ge=0, le=1, description="1: the next step's rollouts are generated and scored while "
+                             "this step updates (one policy version stale at most, the ratio taken against the "
+                             "behaviour log-probs); 0: on-policy")
 
     # optimisation
     steps: int = Field(100, ge=1, description="training steps")
@@ -72,7 +75,12 @@ class TrainConfig(BaseModel):
     lr_schedule: Literal["constant", "linear", "cosine"] = Field("constant", description="after warmup")
     warmup_steps: int = Field(0, ge=0, description="linear warmup steps")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
-    micro_batch_size: int = Field(64, ge=1, description="rollouts per forward/backward (gradient accumulation)")
+    micro_batch_size: int = Field(64, ge=1, description="rollouts per forward/backward (gradient accumulation); "
+                                  "packed: the batch is split into as many micro-batches, balanced by tokens")
+    packing: bool = Field(True, description="padding-free update forward: each micro-batch's sequences in one row, "
+                          "attention kept within each sequence (false: rows padded to the longest)")
+    micro_batch_tokens: Optional[int] = Field(None, ge=1, description="packed: at most this many tokens per "
+                                              "micro-batch (more micro-batches if needed; unset: no cap)")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping by global norm")
     bf16: Optional[bool] = Field(None, description="bfloat16 autocast over float32 master weights, the same for "
                                  "old, reference and updated log-probs; unset: on when a CUDA GPU is present")

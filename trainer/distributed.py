@@ -62,12 +62,40 @@ def global_sum(value: float, d: Dist) -> float:
     return float(t.item())
 
 
+def global_max(value: float, d: Dist) -> float:
+    """Largest ``value`` over ranks (e.g. how many micro-batches the busiest rank needs)."""
+    if not d.enabled:
+        return float(value)
+    t = torch.tensor([float(value)], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def full_weights(model: torch.nn.Module, dtype: torch.dtype):
+    """``(name, full tensor)`` for the model's state, one tensor at a time: FSDP2 shards
+    (DTensors) are cast, then gathered; under FSDP every rank must iterate (a collective each)."""
+    for name, tensor in model.state_dict().items():
+        tensor = tensor.detach().to(dtype)
+        if hasattr(tensor, "full_tensor"):
+            tensor = tensor.full_tensor()
+        yield name, tensor
+
+
 def broadcast_object(obj, d: Dist):
     if not d.enabled:
         return obj
     box = [obj]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def gather_objects(obj, d: Dist) -> list:
+    """Every rank's ``obj``, in rank order, on every rank."""
+    if not d.enabled:
+        return [obj]
+    out = [None] * d.world
+    dist.all_gather_object(out, obj)
+    return out
 
 
 def all_true(flag: bool, d: Dist) -> bool:

@@ -4,12 +4,17 @@ Per step, on each rank: take this rank's share of the step's prompts (the order 
 all ranks agree), sample G rollouts per prompt, send them to the reward server, compute old and
 reference log-probs while the server scores, shape rewards (overlong penalty, dynamic
 sampling), estimate advantages and update. Checkpoints, metrics and evaluations around it.
+
+With ``async_steps: 1`` (:mod:`trainer.pipeline`) the next step's rollouts are sampled and
+scored on a background thread while this step updates; on-policy is the default.
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Optional
@@ -21,10 +26,12 @@ from trainer import checkpoint
 from trainer.advantages import compute_advantages
 from trainer.config import TrainConfig
 from trainer.data import PromptOrder, load_examples
-from trainer.distributed import (Dist, all_true, broadcast_object, full_state_dicts, init_from_env,
+from trainer.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
                                  load_full_state_dicts, unwrap, wrap)
 from trainer.evaluate import evaluate
-from trainer.policy import pack
+from trainer.packing import enable_packed_attention
+from trainer.pipeline import Rollouts
+from trainer.policy import make_layout
 from trainer.precision import disable_dropout, enable_gradient_checkpointing, load_causal_lm
 from trainer.rewards import EmbeddedServer, RewardSource, ScoredBatch
 from trainer.rollout.base import RolloutBatch
@@ -76,17 +83,28 @@ class Trainer:
             disable_dropout(model)
         if cfg.gradient_checkpointing:
             enable_gradient_checkpointing(model)
+        if cfg.packing:  # sdpa for rollouts and padded rows; per-sequence attention for packed rows
+            enable_packed_attention(model)
         self.ref = None
         if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
             self.ref = load_causal_lm(cfg.model, self.device).eval().requires_grad_(False)
             disable_dropout(self.ref)
+            if cfg.packing:
+                enable_packed_attention(self.ref)
+        # the asynchronous pipeline samples from a copy of its own (plain, unsharded: no collectives
+        # on the sampling thread), given the policy's weights before each update
+        self._sampler = (copy.deepcopy(model).eval().requires_grad_(False)
+                         if cfg.async_steps and cfg.engine == "hf" else None)
         self.model = wrap(model, cfg.distributed, self.d)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _schedule(cfg))
         self.sharded = self.d.enabled and cfg.distributed == "fsdp"
         self.order = PromptOrder(len(self.examples), cfg.seed)
         self.step, self.evals, self.resumed_from = 0, [], None
+        self._pending: Optional[Rollouts] = None   # the next step's rollouts (async pipeline)
+        self._restored: Optional[dict] = None
         self._stack = ExitStack()
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="rollouts") if cfg.async_steps else None
         if reward_source is None:
             url = cfg.reward_url or self._stack.enter_context(EmbeddedServer(warm_scorers=True)).url
             reward_source = RewardSource(url, cfg.task, cfg.task_options, cfg.reward_api_key)
@@ -97,7 +115,11 @@ class Trainer:
             for name in ("metrics.jsonl", "evals.jsonl"):
                 (self.out / name).unlink(missing_ok=True)
         # after resuming: an engine with its own copy of the weights (vLLM) starts from the resumed ones
-        self.engine = self._engine((lambda done: all_true(done, self.d)) if self.sharded else None)
+        self.engine = self._engine((lambda done: all_true(done, self.d)) if self.sharded and self._sampler is None
+                                   else None)
+        if self._restored is not None:  # the checkpoint's next batch, scored again
+            self._pending = Rollouts.from_state(self._restored, None)
+            self._pending.scores = self._submit(self._pending.batch, self._pending.indices)
         self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
 
     def _device(self) -> torch.device:
@@ -115,16 +137,31 @@ class Trainer:
                               gpu_memory_utilization=c.vllm_gpu_memory_utilization,
                               max_model_len=c.vllm_max_model_len,
                               **c.vllm_kwargs)
-        return HFEngine(unwrap(self.model), self.tokenizer, seed=self.cfg.seed, everyone_finished=synced,
-                        encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16)
+        if self._sampler is not None:
+            return self.hf_engine_class(self._sampler, self.tokenizer, seed=self.cfg.seed, encoder=self.encoder,
+                                        stop_ids=self.stop_ids, bf16=self.bf16, source=unwrap(self.model))
+        return self.hf_engine_class(unwrap(self.model), self.tokenizer, seed=self.cfg.seed, everyone_finished=synced,
+                                    encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16)
+
+    hf_engine_class = HFEngine
 
     # ------------------------------------------------------------------ one step
-    def _prompts(self) -> tuple[list[int], list[int]]:
-        """This rank's prompt indices and their per-prompt sampling seeds."""
+    def _prompts(self, index: int) -> tuple[list[int], list[int]]:
+        """This rank's prompt indices for step ``index`` (0-based) and their per-prompt sampling
+        seeds; steps must ask in order (the data order advances)."""
         chosen = self.order.take(self.cfg.prompts_per_step)
         mine = list(range(self.d.rank, len(chosen), self.d.world))
-        seeds = [self.cfg.seed * 1_000_003 + self.step * 10_007 + j for j in mine]
+        seeds = [self.cfg.seed * 1_000_003 + index * 10_007 + j for j in mine]
         return [chosen[j] for j in mine], seeds
+
+    def _submit(self, batch: RolloutBatch, indices: list[int]):
+        return self.rewards.submit(batch, [self.examples[i].reference for i in indices])
+
+    def _sample(self, index: int, indices: list[int], seeds: list[int], version: int) -> Rollouts:
+        """Generate step ``index``'s rollouts and send them for scoring (the scores come back later)."""
+        batch = self.engine.generate([self.examples[i].prompt for i in indices], self.cfg.group_size,
+                                     self.cfg.sampling, seeds=seeds)
+        return Rollouts(index, indices, seeds, version, batch, self._submit(batch, indices))
 
     def _shape(self, batch: RolloutBatch, scored: ScoredBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rewards and the loss mask: unscored rollouts leave the loss (and their groups' statistics)."""
@@ -142,20 +179,29 @@ class Trainer:
 
     def train_step(self) -> dict[str, Any]:
         started = time.perf_counter()
-        indices, seeds = self._prompts()
-        batch = self.engine.generate([self.examples[i].prompt for i in indices], self.cfg.group_size,
-                                     self.cfg.sampling, seeds=seeds)
-        pending = self.rewards.submit(batch, [self.examples[i].reference for i in indices])
-        inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
-                      self.engine.pad_id)
+        upcoming = None
+        if self._background is None:  # on-policy: sampled now, from the weights about to be updated
+            current = self._sample(self.step, *self._prompts(self.step), self.step)
+        else:
+            current, self._pending = self._pending, None
+            if current is None:  # the first step (or a resume without a saved batch): nothing prefetched
+                current = self._sample(self.step, *self._prompts(self.step), self.step)
+            self.engine.prepare()  # the engine's copy := the weights before this update, read on this thread
+            upcoming = self._background.submit(self._sample, self.step + 1, *self._prompts(self.step + 1), self.step)
+        batch, pending = current.batch, current.scores
+        layout = make_layout(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
+                             self.engine.pad_id, packing=self.cfg.packing, micro_batch_size=self.cfg.micro_batch_size,
+                             micro_batch_tokens=self.cfg.micro_batch_tokens, d=self.d)
         overlap_started = time.perf_counter()
-        old_logp = ref_logp = None  # while the server scores; the update's forward exactly (micro-batches, autocast)
+        old_logp = ref_logp = None  # while the server scores; the update's forward exactly (layout, autocast)
         same_forward = dict(temperature=self.cfg.sampling.temperature, micro_batch_size=self.cfg.micro_batch_size,
                             bf16=self.bf16)
-        if self.cfg.num_iterations > 1:
-            old_logp = batch_logprobs(self.model, inputs, **same_forward)
+        if self._background is not None:  # the ratio is against the policy that sampled the batch
+            old_logp = batch.behaviour_logprobs
+        elif self.cfg.num_iterations > 1:
+            old_logp = batch_logprobs(self.model, layout, **same_forward)
         if self.ref is not None:
-            ref_logp = batch_logprobs(self.ref, inputs, **same_forward)
+            ref_logp = batch_logprobs(self.ref, layout, **same_forward)
         overlapped = time.perf_counter() - overlap_started
         scored = pending.result()
         score_wait = time.perf_counter() - overlap_started - overlapped
@@ -164,14 +210,21 @@ class Trainer:
         advantages = compute_advantages(self.algo.estimator, token_rewards, mask, groups, seq_rewards,
                                         **self.algo.estimator_options)
         update_started = time.perf_counter()
-        stats = policy_update(self.model, self.optimizer, UpdateBatch(*inputs, mask, advantages, old_logp, ref_logp),
+        stats = policy_update(self.model, self.optimizer,
+                              UpdateBatch.from_layout(layout, mask, advantages, old_logp, ref_logp),
                               self.algo, temperature=self.cfg.sampling.temperature,
                               micro_batch_size=self.cfg.micro_batch_size, num_iterations=self.cfg.num_iterations,
                               max_grad_norm=self.cfg.max_grad_norm, norm_len=self.cfg.sampling.max_new_tokens,
                               d=self.d, bf16=self.bf16)
         self.scheduler.step()
         self.engine.sync_weights()
+        train_seconds = time.perf_counter() - update_started
+        staleness = self.step - current.version
         self.step += 1
+        waited = time.perf_counter()
+        if upcoming is not None:  # the next step's rollouts, sampled meanwhile (their scores may still be on the way)
+            self._pending = upcoming.result()
+        generate_wait = time.perf_counter() - waited
         elapsed = time.perf_counter() - started
         tokens = int(batch.completion_mask.sum())
         defined = seq_rewards[seq_rewards.isfinite()]
@@ -183,9 +236,9 @@ class Trainer:
                 "first_ratio_error": stats["first_ratio_error"],
                 "completion_len_mean": float(batch.lengths.float().mean()), "tokens_per_s": tokens / elapsed,
                 "kept_rollouts": int(mask.any(1).sum()), "update_skipped": stats["skipped"], "reward_errors": scored.errors,
-                "time_generate": batch.timings["generate"], "time_score": scored.seconds,
-                "time_score_wait": score_wait, "time_overlapped": overlapped,
-                "time_train": time.perf_counter() - update_started, "time_step": elapsed}
+                "staleness": staleness, "time_generate": batch.timings["generate"], "time_score": scored.seconds,
+                "time_score_wait": score_wait, "time_overlapped": overlapped, "time_generate_wait": generate_wait,
+                "time_train": train_seconds, "time_step": elapsed}
 
     # ------------------------------------------------------------------ around the steps
     def evaluate(self) -> Optional[dict[str, Any]]:
@@ -203,10 +256,13 @@ class Trainer:
 
     def save(self) -> Optional[Path]:
         model_state, optimizer_state = full_state_dicts(self.model, self.optimizer, self.d)  # every rank
+        extra = {"data": self.order.state_dict(), "evals": self.evals}
+        if self._background is not None:  # every rank's next batch: a resume trains on it
+            extra["pending"] = gather_objects(self._pending.state_dict() if self._pending else None, self.d)
         if not self.d.main:
             return None
         return checkpoint.save(self.out, self.step, unwrap(self.model), self.tokenizer, model_state, optimizer_state,
-                               self.scheduler, {"data": self.order.state_dict(), "evals": self.evals})
+                               self.scheduler, extra)
 
     def _resume(self) -> None:
         path = broadcast_object(str(checkpoint.latest(self.out) or ""), self.d)
@@ -217,8 +273,17 @@ class Trainer:
         load_full_state_dicts(self.model, self.optimizer, model_state, state.pop("optimizer"), self.d)
         self.step, self.evals, self.resumed_from = state["step"], state.get("evals", []), path
         self.order.load_state_dict(state["data"])
+        pending = state.get("pending")
+        if self._background is not None and pending and len(pending) == self.d.world:
+            self._restored = pending[self.d.rank]
+        elif self._background is not None and pending:
+            # another world size: the saved batches belong to other ranks' prompts; sample anew
+            # (from the resumed weights: this step is on-policy, the run no longer equals an uninterrupted one)
+            print(f"resume: {len(pending)} ranks' prefetched batches, {self.d.world} ranks now; sampling afresh")
 
     def close(self) -> None:
+        if self._background is not None:
+            self._background.shutdown(wait=True)
         self.rewards.close()
         if self.log is not None:
             self.log.close()

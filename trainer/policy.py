@@ -1,11 +1,17 @@
 """Per-token log-probabilities of completions under a causal LM (the training-side forward).
 
-Sequences are laid out ``[left-padded prompt | completion | right padding]`` so that all
-completions start at the same column and the result aligns with the rollout tensors.
+Two layouts of a batch, with the same interface (``micro_batches``, ``logprobs(model, mb)``
+giving ``(n, T)`` tensors aligned with the rollout tensors' rows ``mb.rows``):
+
+* padded (:class:`PaddedLayout`, :func:`pack`): ``[left-padded prompt | completion | right
+  padding]``, so that all completions start at the same column; micro-batches of
+  ``micro_batch_size`` rows;
+* packed (:class:`trainer.packing.PackedLayout`): one row per micro-batch, no padding.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import torch
 
@@ -51,3 +57,51 @@ def completion_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor,
         entropy = torch.stack([normaliser[i] - (logits[i].softmax(-1) * logits[i]).sum(-1)
                                for i in range(logits.shape[0])])
     return logprobs, entropy
+
+
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0,
+                   with_entropy: bool = False, chunk_elements: int = 1 << 24):
+    """``(M,)`` log p(target) from ``(M, V)`` logits divided by ``temperature`` (and the entropy,
+    computed without grad ``chunk_elements`` logits at a time to bound the extra memory)."""
+    logits = logits.float() / temperature
+    normaliser = torch.logsumexp(logits, dim=-1)
+    logprobs = logits.gather(-1, targets[:, None]).squeeze(-1) - normaliser
+    if not with_entropy:
+        return logprobs
+    step = max(1, chunk_elements // max(1, logits.shape[-1]))
+    with torch.no_grad():
+        entropy = torch.cat([normaliser[i:i + step] - (logits[i:i + step].softmax(-1) * logits[i:i + step]).sum(-1)
+                             for i in range(0, logits.shape[0], step)]) if logits.shape[0] else normaliser.detach()
+    return logprobs, entropy
+
+
+@dataclass
+class PaddedMicroBatch:
+    rows: slice
+
+
+class PaddedLayout:
+    """The padded layout's micro-batches: ``micro_batch_size`` consecutive rows each."""
+
+    def __init__(self, inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, int], micro_batch_size: int):
+        self.inputs = inputs
+        B = inputs[0].shape[0]
+        self.shape = (B, inputs[0].shape[1] - inputs[3])
+        self.micro_batches = [PaddedMicroBatch(slice(s, min(s + micro_batch_size, B)))
+                              for s in range(0, B, micro_batch_size)]
+
+    def logprobs(self, model, mb: PaddedMicroBatch, *, temperature: float = 1.0, with_entropy: bool = False):
+        input_ids, attention, positions, width = self.inputs
+        return completion_logprobs(model, input_ids[mb.rows], attention[mb.rows], positions[mb.rows], width,
+                                   temperature=temperature, with_entropy=with_entropy)
+
+
+def make_layout(prompt_ids, completion_ids: torch.Tensor, completion_mask: torch.Tensor, group_size: int,
+                pad_id: int, *, packing: bool, micro_batch_size: int, micro_batch_tokens: Optional[int] = None,
+                d=None):
+    """The batch's layout for the log-prob passes and the update: packed or padded."""
+    if packing:
+        from trainer.packing import PackedLayout
+        return PackedLayout(prompt_ids, completion_ids, completion_mask, group_size,
+                            micro_batch_size=micro_batch_size, micro_batch_tokens=micro_batch_tokens, d=d)
+    return PaddedLayout(pack(prompt_ids, completion_ids, completion_mask, group_size, pad_id), micro_batch_size)

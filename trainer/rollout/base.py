@@ -42,9 +42,14 @@ class RolloutBatch:
 
 
 class Engine(Protocol):
-    """Generates completions; told about weight updates so it can refresh its copy."""
+    """Generates completions; told about weight updates so it can refresh its copy.
+
+    ``prepare()`` makes the engine's copy current (on the trainer's thread); after it, an engine
+    with weights of its own may ``generate`` on another thread while the policy is updated."""
 
     def generate(self, prompts: Sequence[str], group_size: int, sampling: SamplingParams,
                  seeds: Optional[Sequence[int]] = None) -> RolloutBatch: ...
 
     def sync_weights(self) -> None: ...
+
+    def prepare(self) -> None: ...

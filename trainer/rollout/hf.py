@@ -14,7 +14,11 @@ one global RNG, so a rollout depends on which other prompts share its batch. Her
   so the same prompt and weights give the same rollouts on any rank and in any batch, and a
   step samples every row in one batched inverse-CDF lookup;
 * under FSDP, ranks that finish early keep stepping with a dummy forward until all have
-  finished, because every sharded forward is a collective.
+  finished, because every sharded forward is a collective;
+* with ``source`` (the asynchronous pipeline) the engine samples from a model of its own and
+  copies ``source``'s weights into it in :meth:`prepare` (on the trainer's thread, when the
+  policy has changed): after that, :meth:`generate` reads nothing of the policy, so it can run on
+  another thread while the policy is updated.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from ..distributed import full_weights
 from ..precision import autocast
 from .alignment import token_spans
 from .base import RolloutBatch, SamplingParams
@@ -65,12 +70,14 @@ class HFEngine:
 
     def __init__(self, model, tokenizer, *, seed: int = 0, everyone_finished=None,
                  encoder: Optional[PromptEncoder] = None, stop_ids: Optional[Sequence[int]] = None,
-                 bf16: bool = False):
+                 bf16: bool = False, source=None):
         """``everyone_finished(local_done) -> bool`` synchronises the decode loop across ranks
         when the model is sharded (FSDP): every rank must run the same number of forwards.
         ``stop_ids`` default to the tokenizer's eos and the model's generation config's;
-        ``bf16`` samples under the trainer's autocast."""
+        ``bf16`` samples under the trainer's autocast. ``source``: the policy whose weights
+        ``model`` (then a separate, unsharded copy) is given in :meth:`prepare`."""
         self.model, self.tokenizer, self.seed, self.bf16 = model, tokenizer, seed, bf16
+        self.source, self.stale = source, source is not None
         self.everyone_finished = everyone_finished or (lambda local_done: local_done)
         self.encoder = encoder or PromptEncoder(tokenizer)
         self.stop_ids = list(stop_ids) if stop_ids else stop_token_ids(tokenizer, getattr(model, "generation_config", None))
@@ -78,7 +85,21 @@ class HFEngine:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
 
     def sync_weights(self) -> None:
-        """Nothing to do: the engine samples from the trained model itself."""
+        """After an optimizer step: nothing to do when the engine samples from the trained model
+        itself; with a ``source``, its copy is stale until the next :meth:`prepare`."""
+        if self.source is not None:
+            self.stale = True
+
+    @torch.no_grad()
+    def prepare(self) -> None:
+        """Copy the policy's current weights into the engine's model if they changed (a collective
+        under FSDP: every rank calls it, on the trainer's thread)."""
+        if not self.stale:
+            return
+        own = self.model.state_dict()
+        for name, tensor in full_weights(self.source, next(self.model.parameters()).dtype):
+            own[name].copy_(tensor)
+        self.stale = False
 
     def encode_prompts(self, prompts) -> list[list[int]]:
         return self.encoder(prompts)
@@ -86,6 +107,7 @@ class HFEngine:
     def generate(self, prompts: Sequence, group_size: int, sampling: SamplingParams,
                  seeds: Optional[Sequence[int]] = None) -> RolloutBatch:
         started = time.perf_counter()
+        self.prepare()
         prompt_ids = self.encode_prompts(prompts)
         ids, logprobs, lengths = self.sample_ids(prompt_ids, group_size, sampling, seeds)
         batch = self._package(prompt_ids, ids, logprobs, lengths, group_size)

@@ -24,6 +24,9 @@ for what ran on a GPU.
 * **Independent seeds.** vLLM seeds sample ``k`` of a request with ``seed + k``; consecutive
   per-prompt seeds would give neighbouring prompts overlapping streams. Each prompt's seed is
   first scrambled (:func:`group_seed`), so the B streams of a batch are distinct.
+* **Asynchronous pipeline.** :meth:`prepare` (wake, load, wake the cache) runs on the trainer's
+  thread, then :meth:`generate` on another while the policy updates: vLLM is awake (weights and
+  KV cache) during that update until its generation ends.
 * **Processed log-probs.** ``logprobs_mode="processed_logprobs"``: the behaviour log-probs are
   those of the temperature-scaled distribution the tokens were drawn from, as the trainer
   computes them (top-p/top-k also renormalise them when set).
@@ -33,10 +36,11 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 
+from ..distributed import full_weights  # noqa: F401  (re-exported: the engine's weight source)
 from .alignment import token_spans
 from .base import RolloutBatch, SamplingParams
 from .prompts import PromptEncoder, stop_token_ids
@@ -51,16 +55,6 @@ def group_seed(seed: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
     return (z ^ (z >> 31)) & _MASK62
-
-
-def full_weights(model: torch.nn.Module, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
-    """``(name, full tensor)`` for the model's state, one tensor at a time: FSDP2 shards
-    (DTensors) are cast, then gathered; under FSDP every rank must iterate (a collective each)."""
-    for name, tensor in model.state_dict().items():
-        tensor = tensor.detach().to(dtype)
-        if hasattr(tensor, "full_tensor"):
-            tensor = tensor.full_tensor()
-        yield name, tensor
 
 
 def to_batch(outputs: Sequence[Any], prompt_ids: list[list[int]], tokenizer, group_size: int,
@@ -148,8 +142,13 @@ class VLLMEngine:
         self.llm.reset_prefix_cache()
         self.stale = False
 
+    def prepare(self) -> None:
+        """Weights woken and loaded, then the KV cache woken: ready to sample. The asynchronous
+        pipeline calls it on the trainer's thread before sampling on another, so the policy's
+        weights are read before its update, never during it."""
+        self._prepare()
+
     def _prepare(self) -> None:
-        """Weights woken and loaded, then the KV cache woken: ready to sample."""
         if "weights" in self.asleep:
             self.llm.wake_up(tags=["weights"])
             self.asleep.discard("weights")
