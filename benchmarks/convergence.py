@@ -100,23 +100,24 @@ def react_setup(root: Path, budget: Budget) -> dict[str, str]:
     return prepare(settings)
 
 
-ARITH = {"max_operand": 9, "max_operations": 4, "operators": ("+", "-")}
+ARITH = {"max_operand": 9, "max_operations": 3, "operators": ("+", "-")}
 
 
 def math_setup(root: Path, budget: Budget) -> dict[str, str]:
-    """Arithmetic prompts (two to four steps of single-digit addition and subtraction) and a
-    tiny policy warm-started on worked solutions, most of them with a wrong step or answer."""
+    """Arithmetic prompts (one to three steps of single-digit addition and subtraction) and a
+    tiny policy warm-started on worked solutions, 40% of them with a wrong step or answer."""
     from trainer.sft import build_tiny_policy, sft
 
-    warm = root / "math" / f"warm-{budget.sft_steps}"
+    steps = 2 * budget.sft_steps  # short sequences: twice React's steps cost less
+    warm = root / "math" / f"warm-{steps}"
     paths = {"model": str(warm / "model"), "dataset": str(root / "math" / "train.jsonl"),
              "eval_dataset": str(root / "math" / "eval.jsonl")}
     write_jsonl(paths["dataset"], arith.make_prompts(2000, 1, **ARITH))
     write_jsonl(paths["eval_dataset"], arith.make_prompts(budget.eval_prompts, 2, **ARITH))
     if not (warm / "done.json").exists():
-        pairs = arith.make_sft_corpus(6000, 0, broken_share=0.7, **ARITH)
+        pairs = arith.make_sft_corpus(6000, 0, broken_share=0.4, **ARITH)
         build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=0, vocab_size=600)
-        metrics = sft(warm / "model", pairs, max_steps=budget.sft_steps, max_seconds=1800, seed=0)
+        metrics = sft(warm / "model", pairs, max_steps=steps, max_seconds=1800, seed=0)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths
 
