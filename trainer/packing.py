@@ -173,29 +173,26 @@ def packed_sdpa_attention(module, query, key, value, attention_mask, dropout: fl
             return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                           scaling=scaling, sliding_window=sliding_window, **kwargs)
     heads, kv_heads, dim = query.shape[1], key.shape[1], value.shape[-1]
-    outputs, start = [], 0
     lengths = [b - a for a, b in zip(bounds, bounds[1:])]
-    i = 0
-    while i < len(lengths):  # runs of equal-length sequences share one batched call
-        j = i
-        while j < len(lengths) and lengths[j] == lengths[i]:
-            j += 1
-        length, count = lengths[i], j - i
-        end = start + length * count
-
-        def run(x):  # (1, h, count * length, d) -> (count, h, length, d)
-            return x[0, :, start:end].reshape(x.shape[1], count, length, x.shape[-1]).transpose(0, 1)
-
-        q, k, v = run(query), run(key), run(value)
+    runs = []  # (length, count): consecutive sequences of equal length share one batched call
+    for length in lengths:
+        if runs and runs[-1][0] == length:
+            runs[-1][1] += 1
+        else:
+            runs.append([length, 1])
+    sizes = [length * count for length, count in runs]
+    # split (not slicing) so that backward concatenates the pieces' gradients once
+    pieces = zip(*(x[0].split(sizes, dim=1) for x in (query, key, value)))
+    outputs = []
+    for (length, count), (q, k, v) in zip(runs, pieces):
+        q, k, v = (x.reshape(x.shape[0], count, length, x.shape[-1]).transpose(0, 1) for x in (q, k, v))
         mask = None
         if sliding_window is not None and length > sliding_window:
             idx = torch.arange(length, device=query.device)
             mask = (idx[:, None] >= idx[None, :]) & (idx[:, None] - idx[None, :] < sliding_window)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling,
-                                             is_causal=mask is None and length > 1,
-                                             enable_gqa=kv_heads != heads)
+                                             is_causal=mask is None and length > 1, enable_gqa=kv_heads != heads)
         outputs.append(out.transpose(0, 1).reshape(heads, count * length, dim))
-        start, i = end, j
     out = torch.cat(outputs, dim=1) if len(outputs) > 1 else outputs[0]
     return out.unsqueeze(0).transpose(1, 2).contiguous(), None
 
