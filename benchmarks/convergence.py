@@ -58,7 +58,7 @@ class Budget:
     ablations: bool = True
 
 
-FULL = Budget(seeds=5, steps=60, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.8}, sft_steps=1500)
+FULL = Budget(seeds=5, steps=50, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.8}, sft_steps=1500)
 QUICK = Budget(seeds=1, steps=10, eval_every=5, eval_prompts=64, threshold={"react": 0.8, "math": 0.8}, sft_steps=300,
                ablations=False)
 
@@ -122,24 +122,29 @@ def math_setup(root: Path, budget: Budget) -> dict[str, str]:
     return paths
 
 
-def _shared_ablations() -> tuple:
-    """On every task: the local weight, BoT-GRPO's amplification bound, and off-policy epochs."""
-    weights = tuple((f"bot_grpo w_s={w}", "bot_grpo", {"local_weight": w}, {}) for w in (0.0, 0.1, 1.0))
-    return weights + (
+def _ablations(specific: tuple) -> tuple:
+    """In the order they run (most telling first, so a study cut short keeps them): the local
+    signal off (w_s = 0: BoT-GRPO on outcomes alone), BoT-GRPO's amplification bound, the
+    task's own ablation, off-policy epochs (where GSPO's sequence ratio departs from GRPO's),
+    then the other local weights."""
+    return (
+        ("bot_grpo w_s=0.0", "bot_grpo", {"local_weight": 0.0}, {}),
         ("bot_grpo min_std=0.5", "bot_grpo", {}, {"estimator_options": {"min_std": 0.5}}),
-        ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
+        *specific,
         ("gspo iters=2", "gspo", {}, {"num_iterations": 2}),
+        ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
+        ("bot_grpo w_s=1.0", "bot_grpo", {"local_weight": 1.0}, {}),
+        ("bot_grpo w_s=0.1", "bot_grpo", {"local_weight": 0.1}, {}),
     )
 
 
 SETTINGS: dict[str, Setting] = {
-    "react": Setting(react_setup, {"level": "build", "spec_weight": 0.5}, 320, _shared_ablations() + (
-        ("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"aggregation": "seq-mean-token-mean"}),
+    "react": Setting(react_setup, {"level": "build", "spec_weight": 0.5}, 320, _ablations((
         ("bot_grpo oracle", "bot_grpo", {"local": "oracle"}, {}),
-    )),
-    "math": Setting(math_setup, {}, 96, _shared_ablations() + (
+    )) + (("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"aggregation": "seq-mean-token-mean"}),)),
+    "math": Setting(math_setup, {}, 96, _ablations((
         ("bot_grpo no propagation", "bot_grpo", {"error_propagation": False}, {}),
-    )),
+    ))),
 }
 
 
