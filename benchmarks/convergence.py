@@ -196,7 +196,8 @@ def _commit() -> str:
 def run_study(runs: list[Run], root: Path, budget: Budget, jobs: int, threads: int) -> None:
     setups = {task: SETTINGS[task].prepare(root, budget) for task in sorted({r.task for r in runs})}
     (root / "runs").mkdir(parents=True, exist_ok=True)
-    todo = [r for r in runs if not (root / "runs" / f"{r.key}.json").exists()]
+    # seed by seed, so a study stopped early has every row on the same seeds
+    todo = sorted((r for r in runs if not (root / "runs" / f"{r.key}.json").exists()), key=lambda r: r.seed)
     print(f"{len(runs) - len(todo)} of {len(runs)} runs already done; {len(todo)} to go ({jobs} at a time)", flush=True)
     started = time.perf_counter()
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), max_tasks_per_child=1) as pool:
@@ -271,6 +272,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     p.add_argument("--methods", nargs="+", default=list(METHODS))
     p.add_argument("--seeds", type=int, default=None, help="override the budget's number of seeds")
     p.add_argument("--no-ablations", action="store_true")
+    p.add_argument("--rows", nargs="+", default=None, metavar="LABEL",
+                   help="only these rows: method names or ablation labels, e.g. grpo 'bot_grpo min_std=0.5'")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (each in its own process)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per run (default: cores / jobs)")
     p.add_argument("--report", action="store_true", help="only rebuild the tables from finished runs")
@@ -283,7 +286,13 @@ def main(argv: Optional[list[str]] = None) -> None:
     command = "python -m benchmarks.convergence" + (" --quick" if args.quick else "") + f" --out {args.out}"
     started = time.perf_counter()
     if not args.report:
-        run_study(plan(args.tasks, args.methods, budget), args.out, budget, args.jobs, threads)
+        runs = plan(args.tasks, args.methods, budget)
+        if args.rows:
+            unknown = set(args.rows) - {r.label for r in runs}
+            if unknown:
+                p.error(f"--rows: no such row {sorted(unknown)}; rows: {sorted({r.label for r in runs})}")
+            runs = [r for r in runs if r.label in args.rows]
+        run_study(runs, args.out, budget, args.jobs, threads)
     print(write_report(args.out, budget, command))
     print(f"\nwall time {time.perf_counter() - started:.0f} s")
 

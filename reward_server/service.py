@@ -177,11 +177,7 @@ class ScoringService:
         wired = []
         for item, rollout, verdict in zip(items, rollouts, verdicts):
             try:
-                result = self._wire(item.index, rollout, verdict, options.local_weight)
-                # the same JSON, but pairs of ints as tuples, which the garbage collector stops
-                # tracking: 100k-token results as lists made full collections take a second
-                result["token_offsets"] = [tuple(span) for span in result["token_offsets"]]
-                wired.append(result)
+                wired.append(self._wire(item.index, rollout, verdict, options.local_weight))
             except Exception as exc:  # noqa: BLE001 - e.g. a verdict the mapper cannot place
                 wired.append(self._unscored(item, exc))
         return wired
@@ -207,11 +203,13 @@ class ScoringService:
             return {**result, "details": verdict.details}
         completion = rollout["completion"]
         offsets = rollout.get("token_offsets")
+        # the same JSON, but pairs of ints as tuples, which the garbage collector stops
+        # tracking: 100k-token results as lists made full collections take a second
         offsets = [tuple(span) for span in offsets] if offsets is not None else default_split(completion)
         scores = compose(verdict, len(completion), offsets, local_weight, self.settings.bounds)
         return {"id": rollout["id"], "group": rollout.get("group"), "index": index,
                 "score": clip_outcome(verdict.score, self.settings.bounds), "passed": verdict.passed,
-                "token_offsets": [list(s) for s in offsets], "token_scores": scores, "details": verdict.details}
+                "token_offsets": offsets, "token_scores": scores, "details": verdict.details}
 
 
 def error_result(rollout: dict[str, Any], index: int, error: str, bounds: tuple[float, float]) -> dict[str, Any]:
