@@ -1,35 +1,60 @@
 """Our trainer against TRL's ``GRPOTrainer``, step for step, on one tiny model on CPU.
 
 Same model (a 1.05M-parameter Qwen2, hidden 128, 4 layers, built and briefly fine-tuned here),
-same 32-token prompts, 8 prompts x 8 rollouts per step, up to 64 completion tokens, fp32, no
-vLLM, no reference model, one optimizer pass per batch. The two trainers run in one process and
-alternate (TRL step, ours, TRL, ours...), so a neighbour process slowing the machine slows both;
-each step records ``os.getloadavg()`` (which counts our own busy threads too).
+same 32-token prompts, 8 prompts x 8 rollouts per step, fp32, no vLLM, no reference model, one
+optimizer pass per batch. The systems run in one process and alternate (TRL step, then one step
+of each of our configurations, TRL, ours...), so a neighbour process slowing the machine slows
+all of them; each step records ``os.getloadavg()`` (which counts our own busy threads too).
 
-Two workloads:
+Workloads (``--workloads``):
 
 * ``fixed``: EOS is never sampled (TRL: ``min_new_tokens=64``; ours: an engine that masks the
   EOS logit), so every completion is exactly 64 tokens;
-* ``variable``: completions stop at EOS. The model is fine-tuned on completions of random length
-  so its lengths spread widely; here our engine drops finished rows from the decode batch while
-  ``transformers.generate`` keeps decoding them.
+* ``variable``: completions stop at EOS, up to 64 tokens. The model is fine-tuned on completions
+  of 1-40 random numbers, so its lengths spread widely;
+* ``long_tail``: up to 256 tokens, from a model fine-tuned on completions whose number count is
+  log-normal (median 8 numbers, a few past 80), as reasoning models' lengths are heavy-tailed:
+  most rollouts are short, each batch's longest is several times the median. The measured
+  length quantiles are reported;
+* ``slow_scorer``: the ``variable`` model with a scorer that takes 1 s per batch (a judge model,
+  a render), ours on-policy and with ``async_steps: 1``, beside the same configurations with
+  the instant scorer.
 
-Rewards are a trivial deterministic token-level score (1 for a token with a digit in it) and
-cost nothing on either side: TRL gets each completion's mean, ours gets the token scores from an
-in-process stand-in for the reward server (no HTTP), so the numbers compare the trainers.
+Ours runs with its defaults (packed update); on ``variable`` and ``long_tail`` also with
+``packing: false`` (rows padded to the longest, as before), to show what packing contributes.
 
-    .venv-bench/bin/python -m benchmarks.trainer_vs_trl --steps 6 --threads 1 2
+Rewards are a trivial deterministic token-level score (1 for a token with a digit in it): TRL
+gets each completion's mean, ours gets the token scores from an in-process stand-in for the
+reward server (no HTTP). The 1 s scorer sleeps inside TRL's reward function; for ours it answers
+1 s after submission *counted on the submitting trainer's own clock*, which runs only while that
+trainer is inside its step: the alternation must not let the other systems' steps hide an
+asynchronous trainer's scoring (our async steps return with the next batch's scores still on the
+way).
+
+Peak memory: after the timed steps, one more step of each system, before which freed heap
+memory is handed back to the OS (``malloc_trim``) and the kernel's peak-RSS mark is reset
+(``/proc/self/clear_refs``); the step's peak RSS above its starting RSS is reported (CPU; all
+systems share the process, so the number is what the step itself adds).
+
+    .venv-bench/bin/python -m benchmarks.trainer_vs_trl --steps 8 --threads 1 2 \\
+        --workloads fixed variable long_tail slow_scorer --json docs/results/trainer_vs_trl.json
+
+Building the models takes a few minutes (most of it the ``long_tail`` fine-tune, capped at
+300 s); ``--models DIR`` keeps them in ``DIR`` and reuses them on the next run.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import random
 import statistics
 import tempfile
+import threading
 import time
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -37,32 +62,92 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-PROMPTS_PER_STEP, GROUP, MAX_NEW, PROMPT_TOKENS = 8, 8, 64, 32
-WORKLOADS = ("fixed", "variable")
+PROMPTS_PER_STEP, GROUP, PROMPT_TOKENS = 8, 8, 32
+WORKLOADS = ("fixed", "variable", "long_tail", "slow_scorer")
+SLOW_SCORER_SECONDS = 1.0
+
+
+@dataclass
+class Workload:
+    model: str                      # which fine-tuned model: "variable" or "long_tail"
+    max_new: int
+    no_eos: bool = False
+    trl_scorer_seconds: float = 0.0
+    ours: dict[str, dict] = field(default_factory=dict)   # name -> {packing, async_steps, scorer_seconds}
+
+
+SPECS = {
+    "fixed": Workload("variable", 64, no_eos=True, ours={"ours": {}}),
+    "variable": Workload("variable", 64, ours={"ours": {}, "ours padded": {"packing": False}}),
+    "long_tail": Workload("long_tail", 256, ours={"ours": {}, "ours padded": {"packing": False}}),
+    "slow_scorer": Workload("variable", 64, trl_scorer_seconds=SLOW_SCORER_SECONDS, ours={
+        "ours, instant scorer": {},
+        "ours, 1 s scorer": {"scorer_seconds": SLOW_SCORER_SECONDS},
+        "ours async, instant scorer": {"async_steps": 1},
+        "ours async, 1 s scorer": {"async_steps": 1, "scorer_seconds": SLOW_SCORER_SECONDS}}),
+}
 
 
 # --------------------------------------------------------------------------- model, prompts, reward
-def build_model(work: Path) -> tuple[str, list[str]]:
-    """The tiny policy and 64 prompts of exactly ``PROMPT_TOKENS`` tokens.
+def numbers(rng: random.Random, count: int) -> str:
+    return " ".join(str(rng.randint(0, 999)) for _ in range(count))
 
-    The policy is fine-tuned for a few seconds on completions of 1-40 random numbers, so
-    sampling stops at EOS after widely varying lengths (a random init almost never emits it).
-    """
+
+def long_tail_count(rng: random.Random) -> int:
+    """Log-normal number count: median 8, 90th percentile about 29, 99th about 82 (capped at 120)."""
+    return max(1, min(120, round(rng.lognormvariate(2.08, 1.0))))
+
+
+SFT_RUNS = {  # kind -> (pairs, max_steps, max_seconds)
+    "variable": (2000, 150, 90),
+    "long_tail": (4000, 300, 300),
+}
+
+
+def build_models(work: Path, kinds: set[str]) -> tuple[dict[str, str], list[str]]:
+    """The tiny policies (one per length distribution, same tokenizer) and 64 prompts of exactly
+    ``PROMPT_TOKENS`` tokens. A model already built in ``work`` (``--models``) is reused, so a
+    rerun does not spend minutes fine-tuning; the prompts are drawn again, identically."""
+    dirs: dict[str, str] = {}
+    prompts: list[str] = []
+    for kind in sorted(kinds):
+        model_dir = work / f"model-{kind}"
+        if not (model_dir / BUILT).exists():
+            build_model(model_dir, kind)
+        prompts = draw_prompts(model_dir, random.Random(0))
+        dirs[kind] = str(model_dir)
+    return dirs, prompts
+
+
+BUILT = "bench-built"  # written last: a model directory without it was interrupted
+
+
+def draw_prompts(model_dir: Path, rng: random.Random) -> list[str]:
+    from transformers import AutoTokenizer
+
+    from trainer.tasks import arith
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    return exact_length_prompts(tokenizer, [t.prompt for t in arith.make_prompts(2000, 1)], 64, rng)
+
+
+def build_model(model_dir: Path, kind: str) -> None:
+    """A random init almost never emits EOS, so each policy is fine-tuned for a few seconds (a
+    few minutes for ``long_tail``) on completions of the lengths it should produce."""
     from trainer.sft import build_tiny_policy, sft
     from trainer.tasks import arith
 
-    rng = random.Random(0)
     corpus = [p + c for p, c in arith.make_sft_corpus(400, 0)]
-    model_dir = build_tiny_policy(corpus, work / "model", hidden=128, layers=4, heads=4, kv_heads=2,
-                                  intermediate=512, vocab_size=512)
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    prompts = exact_length_prompts(tokenizer, [t.prompt for t in arith.make_prompts(2000, 1)], 64, rng)
-    pairs = [(rng.choice(prompts), " ".join(str(rng.randint(0, 999)) for _ in range(rng.randint(1, 40))))
-             for _ in range(2000)]
-    sft(model_dir, pairs, max_steps=150, max_seconds=90, batch_size=16, lr=3e-3)
-    return str(model_dir), prompts
+    build_tiny_policy(corpus, model_dir, hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, vocab_size=512)
+    rng = random.Random(0)
+    prompts = draw_prompts(model_dir, rng)
+    count = (lambda: rng.randint(1, 40)) if kind == "variable" else (lambda: long_tail_count(rng))
+    n_pairs, max_steps, max_seconds = SFT_RUNS[kind]
+    pairs = [(rng.choice(prompts), numbers(rng, count())) for _ in range(n_pairs)]
+    started = time.perf_counter()
+    metrics = sft(model_dir, pairs, max_steps=max_steps, max_seconds=max_seconds, batch_size=16, lr=3e-3)
+    print(f"{kind} model: {metrics.steps} fine-tuning steps in {time.perf_counter() - started:.0f}s", flush=True)
+    (model_dir / BUILT).write_text("")
 
 
 def exact_length_prompts(tokenizer, lines: list[str], n: int, rng: random.Random) -> list[str]:
@@ -83,8 +168,33 @@ def digit_token_scores(tokenizer, ids) -> list[float]:
     return [float(any(ch.isdigit() for ch in tokenizer.decode([int(t)]))) for t in ids]
 
 
+# --------------------------------------------------------------------------- memory
+_libc = ctypes.CDLL("libc.so.6") if os.path.exists("/proc/self/clear_refs") else None
+
+
+def memory_mark() -> float:
+    """Hand freed heap memory back, reset the peak-RSS mark; returns the RSS now (MiB)."""
+    if _libc is None:
+        return float("nan")
+    _libc.malloc_trim(0)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status("VmRSS")
+
+
+def memory_peak(start: float) -> float:
+    return _status("VmHWM") - start if _libc is not None else float("nan")
+
+
+def _status(key: str) -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 # --------------------------------------------------------------------------- TRL side
-def make_trl(model_dir: str, prompts: list[str], workload: str, out: Path, callback):
+def make_trl(model_dir: str, prompts: list[str], spec: Workload, out: Path, callback):
     """A ``GRPOTrainer`` that reports each step's completion tokens to ``callback.tokens``."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
@@ -94,6 +204,8 @@ def make_trl(model_dir: str, prompts: list[str], workload: str, out: Path, callb
     tokenizer.padding_side = "left"
 
     def digit_share(completion_ids, **_):
+        if spec.trl_scorer_seconds:
+            time.sleep(spec.trl_scorer_seconds)
         scores = [digit_token_scores(tokenizer, ids) for ids in completion_ids]
         return [sum(s) / max(1, len(s)) for s in scores]
 
@@ -101,14 +213,16 @@ def make_trl(model_dir: str, prompts: list[str], workload: str, out: Path, callb
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
             callback.tokens = int(output["completion_mask"].sum())
+            callback.lengths = output["completion_mask"].sum(1).tolist()
             return output
 
     args = GRPOConfig(
         output_dir=str(out), per_device_train_batch_size=PROMPTS_PER_STEP * GROUP, gradient_accumulation_steps=1,
-        num_generations=GROUP, max_completion_length=MAX_NEW, max_steps=10_000, temperature=1.0, top_p=1.0, top_k=0,
-        generation_kwargs={"min_new_tokens": MAX_NEW} if workload == "fixed" else None, beta=0.0, num_iterations=1,
-        learning_rate=1e-6, bf16=False, use_cpu=True, use_vllm=False, activation_checkpointing=False,
-        logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True, seed=0)
+        num_generations=GROUP, max_completion_length=spec.max_new, max_steps=10_000, temperature=1.0, top_p=1.0,
+        top_k=0, generation_kwargs={"min_new_tokens": spec.max_new} if spec.no_eos else None, beta=0.0,
+        num_iterations=1, learning_rate=1e-6, bf16=False, use_cpu=True, use_vllm=False,
+        activation_checkpointing=False, logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
+        seed=0)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa")
     trainer = CountingGRPOTrainer(model=model, reward_funcs=digit_share, args=args, processing_class=tokenizer,
                                   train_dataset=Dataset.from_dict({"prompt": prompts}), callbacks=[callback])
@@ -117,35 +231,78 @@ def make_trl(model_dir: str, prompts: list[str], workload: str, out: Path, callb
 
 
 # --------------------------------------------------------------------------- our side
-class InProcessRewards:
-    """Stands in for ``trainer.rewards.RewardSource``: the digit score per token, no server."""
+class OwnClock:
+    """Seconds a trainer has spent inside its own steps (stopped between them)."""
 
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._total, self._since = 0.0, None
+
+    def start(self) -> None:
+        with self._cond:
+            self._since = time.perf_counter()
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._total += time.perf_counter() - self._since
+            self._since = None
+
+    def now(self) -> float:
+        with self._cond:
+            return self._total + (time.perf_counter() - self._since if self._since is not None else 0.0)
+
+    def wait_until(self, target: float) -> None:
+        with self._cond:
+            while True:
+                now = self._total + (time.perf_counter() - self._since if self._since is not None else 0.0)
+                if now >= target:
+                    return
+                self._cond.wait(timeout=(target - now) if self._since is not None else None)
+
+
+class InProcessRewards:
+    """Stands in for ``trainer.rewards.RewardSource``: the digit score per token, no server; with
+    ``seconds``, each batch's result comes ``seconds`` of the trainer's own time after submission."""
+
+    def __init__(self, tokenizer, seconds: float = 0.0, clock: OwnClock | None = None):
+        self.tokenizer, self.seconds, self.clock = tokenizer, seconds, clock
+        self.lengths: list[list[int]] = []  # each submitted batch's completion lengths
 
     def submit(self, batch, references) -> Future:
         from trainer.rewards import ScoredBatch
 
         started = time.perf_counter()
+        self.lengths.append(batch.lengths.tolist())
         mask = batch.completion_mask
         rewards = torch.zeros(mask.shape)
         for i, n in enumerate(batch.lengths.tolist()):
             rewards[i, :n] = torch.tensor(digit_token_scores(self.tokenizer, batch.completion_ids[i, :n]))
         seq = rewards.sum(1) / mask.sum(1).clamp_min(1)
         nan = torch.full((mask.shape[0],), float("nan"))
-        future: Future = Future()
         scored = torch.ones(mask.shape[0], dtype=torch.bool)
-        future.set_result(ScoredBatch(rewards, seq, nan, nan, scored, time.perf_counter() - started))
+        future: Future = Future()
+        if not self.seconds:
+            future.set_result(ScoredBatch(rewards, seq, nan, nan, scored, time.perf_counter() - started))
+            return future
+        due = self.clock.now() + self.seconds
+
+        def answer():
+            self.clock.wait_until(due)
+            future.set_result(ScoredBatch(rewards, seq, nan, nan, scored, time.perf_counter() - started))
+
+        threading.Thread(target=answer, daemon=True, name="slow-scorer").start()
         return future
 
     def close(self) -> None:
         pass
 
 
-def make_ours(model_dir: str, prompts: list[str], workload: str, out: Path):
+def make_ours(model_dir: str, prompts: list[str], spec: Workload, out: Path, options: dict):
+    from transformers import AutoTokenizer
+
     from trainer.config import TrainConfig
     from trainer.loop import Trainer
-    from transformers import AutoTokenizer
     from trainer.rollout.hf import HFEngine
 
     class NoEosEngine(HFEngine):
@@ -156,84 +313,128 @@ def make_ours(model_dir: str, prompts: list[str], workload: str, out: Path):
             return super()._record(t, logits, *args)
 
     class BenchTrainer(Trainer):
-        def _engine(self, synced):
-            engine = NoEosEngine if workload == "fixed" else HFEngine
-            return engine(self.model, self.tokenizer, seed=self.cfg.seed, everyone_finished=synced)
+        hf_engine_class = NoEosEngine if spec.no_eos else HFEngine
 
     dataset = out / "prompts.jsonl"
     dataset.parent.mkdir(parents=True, exist_ok=True)
     dataset.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
-    cfg = TrainConfig(model=model_dir, dataset=str(dataset), output_dir=str(out), task="bench",
-                      method="bot_grpo", group_size=GROUP,
-                      prompts_per_step=PROMPTS_PER_STEP, sampling={"max_new_tokens": MAX_NEW}, micro_batch_size=64,
-                      lr=1e-6, steps=10_000, distributed="none", tensorboard=False, plot=False, progress=False)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    return BenchTrainer(cfg, reward_source=InProcessRewards(tokenizer))
+    cfg = TrainConfig(model=model_dir, dataset=str(dataset), output_dir=str(out), task="bench", method="bot_grpo",
+                      group_size=GROUP, prompts_per_step=PROMPTS_PER_STEP, sampling={"max_new_tokens": spec.max_new},
+                      micro_batch_size=64, lr=1e-6, steps=10_000, distributed="none", tensorboard=False, plot=False,
+                      progress=False, packing=options.get("packing", True), async_steps=options.get("async_steps", 0))
+    clock = OwnClock()
+    rewards = InProcessRewards(AutoTokenizer.from_pretrained(model_dir), options.get("scorer_seconds", 0.0), clock)
+    return BenchTrainer(cfg, reward_source=rewards), clock
+
+
+def _quantiles(lengths: list[int]) -> dict[str, float]:
+    ordered = sorted(lengths)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"len_p50": pick(0.5), "len_p90": pick(0.9), "len_max": ordered[-1], "len_mean": sum(ordered) / len(ordered)}
 
 
 # --------------------------------------------------------------------------- alternation
-def alternate(model_dir: str, prompts: list[str], workload: str, steps: int, work: Path) -> dict[str, list[dict]]:
-    """``steps + 1`` steps of each trainer, interleaved; the first of each is warm-up (dropped)."""
+def alternate(model_dir: str, prompts: list[str], spec: Workload, steps: int, work: Path) -> dict[str, list[dict]]:
+    """``steps + 1`` timed rounds (the first is warm-up, dropped), then one round measuring peak
+    memory; in each round TRL's step, then one step of each of our configurations."""
     from transformers import TrainerCallback
 
-    ours = make_ours(model_dir, prompts, workload, work / f"ours-{workload}")
-    records: dict[str, list[dict]] = {"trl": [], "ours": []}
+    ours = {name: make_ours(model_dir, prompts, spec, work / f"ours-{i}", options)
+            for i, (name, options) in enumerate(spec.ours.items())}
+    records: dict[str, list[dict]] = {"trl": [], **{name: [] for name in ours}}
+    memory: dict[str, float] = {}
 
     class Interleave(TrainerCallback):
-        """After each TRL optimizer step, record it and run one step of ours."""
+        """After each TRL optimizer step, record it and run one step of each of ours."""
 
-        tokens = 0
-        mark = 0.0
+        tokens, lengths, mark, rss = 0, [], 0.0, 0.0
+        rounds = 0
+
+        def _start(self):
+            self.measuring = self.rounds == steps + 1
+            self.rss = memory_mark() if self.measuring else 0.0
+            self.mark = time.perf_counter()
 
         def on_step_begin(self, args, state, control, **kw):
             if not self.mark:
-                self.mark = time.perf_counter()
+                self._start()
 
         def on_step_end(self, args, state, control, **kw):
             now = time.perf_counter()
-            records["trl"].append({"seconds": now - self.mark, "tokens": self.tokens, "load": os.getloadavg()[0]})
-            started = time.perf_counter()
-            step = ours.train_step()
-            records["ours"].append({"seconds": time.perf_counter() - started, "tokens": round(
-                step["completion_len_mean"] * PROMPTS_PER_STEP * GROUP), "load": os.getloadavg()[0],
-                "generate": step["time_generate"], "train": step["time_train"]})
-            control.should_training_stop = state.global_step >= steps + 1
-            self.mark = time.perf_counter()
+            if self.measuring:
+                memory["trl"] = memory_peak(self.rss)
+            else:
+                records["trl"].append({"seconds": now - self.mark, "tokens": self.tokens, "load": os.getloadavg()[0],
+                                       **_quantiles(self.lengths)})
+            for name, (trainer, clock) in ours.items():
+                rss = memory_mark() if self.measuring else 0.0
+                started = time.perf_counter()
+                clock.start()
+                step = trainer.train_step()
+                clock.stop()
+                seconds = time.perf_counter() - started
+                if self.measuring:
+                    memory[name] = memory_peak(rss)
+                    continue
+                lengths = trainer.rewards.lengths[-1]  # the batch last sampled (async: the next step's)
+                records[name].append({
+                    "seconds": seconds, "tokens": round(step["completion_len_mean"] * PROMPTS_PER_STEP * GROUP),
+                    "load": os.getloadavg()[0], "generate": step["time_generate"], "train": step["time_train"],
+                    "score_wait": step["time_score_wait"], "generate_wait": step["time_generate_wait"],
+                    "staleness": step["staleness"], **_quantiles(lengths)})
+            self.rounds += 1
+            control.should_training_stop = self.rounds > steps + 1
+            self._start()
 
+    trl = make_trl(model_dir, prompts, spec, work / "trl", Interleave())
     try:
-        make_trl(model_dir, prompts, workload, work / f"trl-{workload}", Interleave()).train()
+        trl.train()
     finally:
-        ours.close()
-    return {name: rows[1:] for name, rows in records.items()}
-
-
-def summary(rows: list[dict]) -> dict[str, float]:
-    seconds = statistics.median(r["seconds"] for r in rows)
-    tokens = statistics.median(r["tokens"] for r in rows)
-    out = {"s_per_step": seconds, "tokens_per_step": tokens, "tokens_per_s": tokens / seconds,
-           "load": statistics.median(r["load"] for r in rows)}
-    for key in ("generate", "train"):
-        if key in rows[0]:
-            out[f"{key}_s"] = statistics.median(r[key] for r in rows)
+        for trainer, _ in ours.values():
+            trainer.close()
+    out = {name: rows[1:] for name, rows in records.items()}
+    for name, rows in out.items():
+        for row in rows:
+            row["peak_memory_mib"] = memory.get(name, float("nan"))
     return out
 
 
-def report(threads: int, workload: str, trl: dict, ours: dict) -> None:
-    print(f"threads={threads} {workload:>8}: "
-          f"TRL {trl['s_per_step']:.2f} s/step {trl['tokens_per_s']:.0f} tok/s ({trl['tokens_per_step']:.0f} tok) | "
-          f"ours {ours['s_per_step']:.2f} s/step {ours['tokens_per_s']:.0f} tok/s ({ours['tokens_per_step']:.0f} tok; "
-          f"gen {ours['generate_s']:.2f} + train {ours['train_s']:.2f}) | "
-          f"ours faster x{trl['s_per_step'] / ours['s_per_step']:.2f} per step, "
-          f"x{ours['tokens_per_s'] / trl['tokens_per_s']:.2f} tok/s | load {trl['load']:.2f}/{ours['load']:.2f}",
-          flush=True)
+def summary(rows: list[dict]) -> dict[str, float]:
+    out = {"s_per_step": statistics.median(r["seconds"] for r in rows),
+           "tokens_per_step": statistics.median(r["tokens"] for r in rows),
+           "load": statistics.median(r["load"] for r in rows), "peak_memory_mib": rows[0]["peak_memory_mib"]}
+    out["tokens_per_s"] = out["tokens_per_step"] / out["s_per_step"]
+    for key in ("generate", "train", "score_wait", "generate_wait", "len_p50", "len_p90", "len_max", "len_mean"):
+        if key in rows[0]:
+            out[key if key.startswith("len") else f"{key}_s"] = statistics.median(r[key] for r in rows)
+    if "staleness" in rows[0]:
+        out["staleness_max"] = max(r["staleness"] for r in rows)
+    return out
+
+
+def report(threads: int, workload: str, summaries: dict[str, dict]) -> None:
+    trl = summaries["trl"]
+    print(f"threads={threads} {workload}: TRL {trl['s_per_step']:.2f} s/step, {trl['tokens_per_step']:.0f} tok, "
+          f"lengths p50/p90/max {trl.get('len_p50', 0):.0f}/{trl.get('len_p90', 0):.0f}/{trl.get('len_max', 0):.0f}, "
+          f"peak +{trl['peak_memory_mib']:.0f} MiB | load {trl['load']:.2f}", flush=True)
+    for name, s in summaries.items():
+        if name == "trl":
+            continue
+        print(f"    {name:28s} {s['s_per_step']:.2f} s/step (gen {s['generate_s']:.2f} + train {s['train_s']:.2f}; "
+              f"score wait {s['score_wait_s']:.2f}, gen wait {s['generate_wait_s']:.2f}; "
+              f"staleness <= {s['staleness_max']}) {s['tokens_per_step']:.0f} tok, peak +{s['peak_memory_mib']:.0f} MiB"
+              f" | vs TRL x{trl['s_per_step'] / s['s_per_step']:.2f} per step, "
+              f"x{s['tokens_per_s'] / trl['tokens_per_s']:.2f} tok/s", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=6, help="measured steps per trainer (after one warm-up step)")
+    parser.add_argument("--steps", type=int, default=6, help="measured steps per system (after one warm-up step)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to measure")
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
     parser.add_argument("--json", help="write every step's record and the summaries here")
+    parser.add_argument("--models", help="build the models in this directory, or reuse those built there before "
+                                         "(default: a temporary directory)")
     args = parser.parse_args()
 
     import transformers
@@ -245,18 +446,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trainer_vs_trl-") as tmp:
         work = Path(tmp)
         started = time.perf_counter()
-        model_dir, prompts = build_model(work)
+        models, prompts = build_models(Path(args.models) if args.models else work,
+                                       {SPECS[w].model for w in args.workloads})
         print(f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}; "
-              f"model built and fine-tuned in {time.perf_counter() - started:.0f}s; "
-              f"{PROMPTS_PER_STEP}x{GROUP} rollouts of <= {MAX_NEW} tokens, prompts {PROMPT_TOKENS} tokens", flush=True)
+              f"models built and fine-tuned in {time.perf_counter() - started:.0f}s; "
+              f"{PROMPTS_PER_STEP}x{GROUP} rollouts per step, prompts {PROMPT_TOKENS} tokens; "
+              f"{time.strftime('%Y-%m-%d %H:%M %Z')}", flush=True)
         for threads in args.threads:
             for workload in args.workloads:
+                spec = SPECS[workload]
                 torch.set_num_threads(threads)
                 torch.manual_seed(0)
-                rows = alternate(model_dir, prompts, workload, args.steps, work / f"t{threads}")
-                trl_s, ours_s = summary(rows["trl"]), summary(rows["ours"])
-                report(threads, workload, trl_s, ours_s)
-                results.append({"threads": threads, "workload": workload, "trl": trl_s, "ours": ours_s, "steps": rows})
+                rows = alternate(models[spec.model], prompts, spec, args.steps, work / f"t{threads}-{workload}")
+                summaries = {name: summary(r) for name, r in rows.items()}
+                report(threads, workload, summaries)
+                results.append({"threads": threads, "workload": workload, "max_new_tokens": spec.max_new,
+                                "summaries": summaries, "steps": rows})
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
 
