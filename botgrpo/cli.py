@@ -41,6 +41,8 @@ COMMANDS: dict[str, Command] = {
     "eval": Command("evaluate a policy: compile rate per level, pass@k", module="eval"),
     "demo": Command("the whole system on one machine: reward server, tiny policy, BoT-GRPO on React", module="demo"),
     "bench": Command("run a benchmark from benchmarks/", module="bench"),
+    "convert-gguf": Command("convert a GGUF file (default: the bundled SmolLM2-135M-Instruct) into a checkpoint",
+                            module="convert_gguf"),
 }
 
 
