@@ -39,8 +39,12 @@ systems share the process, so the number is what the step itself adds).
     .venv-bench/bin/python -m benchmarks.trainer_vs_trl --steps 8 --threads 1 2 \\
         --workloads fixed variable long_tail slow_scorer --json docs/results/trainer_vs_trl.json
 
-Building the models takes a few minutes (most of it the ``long_tail`` fine-tune, capped at
-300 s); ``--models DIR`` keeps them in ``DIR`` and reuses them on the next run.
+Each thread count is a separate pass over the workloads. On a machine whose cores are already
+busy, ``--threads 2`` oversubscribes them and both trainers' steps grow several-fold (measured
+on 2 cores beside a 2-process job: 33 s/step for TRL's fixed workload against 3.7 s with one
+thread); measure with ``--threads 1`` there. Building the models takes a few minutes (most of
+it the ``long_tail`` fine-tune, capped at 300 s); ``--models DIR`` keeps them in ``DIR`` and
+reuses them on the next run. ``--json`` is rewritten after every workload.
 """
 from __future__ import annotations
 
@@ -462,8 +466,8 @@ def main() -> None:
                 report(threads, workload, summaries)
                 results.append({"threads": threads, "workload": workload, "max_new_tokens": spec.max_new,
                                 "summaries": summaries, "steps": rows})
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+                if args.json:  # after every workload: a run stopped early keeps what it measured
+                    Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":
