@@ -15,6 +15,12 @@ a right and a wrong math answer), and the test asserts, for every example:
 and, over the whole run, that /healthz stays fast (polled every 20 ms), /readyz stays ready,
 and the server's and the math workers' memory stay bounded. About half a minute with the
 default 50 examples (``BOTGRPO_FUZZ_EXAMPLES`` for more).
+
+Beside the synthetic pieces, the hostile slot also draws from what a real model wrote:
+``tests/data/smollm2_failures.jsonl``, failing completions of SmolLM2-135M-Instruct
+(:mod:`benchmarks.real_model`), as they are and with a hostile piece spliced in at a drawn
+place. :func:`test_a_real_models_failures_are_scored_and_still_fail` sends the whole corpus at
+the level where each first failed and checks the same invariants, and that each still fails.
 """
 from __future__ import annotations
 
@@ -108,14 +114,31 @@ tower = st.builds(lambda make, k: make(k), st.sampled_from(MATH_TOWERS), st.inte
 piece = st.one_of(repetition, giant_literal, unicode_mess, deep_nesting, ambient, tower)
 hostile_text = st.lists(piece, min_size=1, max_size=3).map(lambda parts: "".join(parts)[:MAX_CHARS])
 
+# what a real model wrote: SmolLM2-135M-Instruct's failing completions (text only, committed)
+CORPUS_PATH = Path(__file__).parent / "data" / "smollm2_failures.jsonl"
+CORPUS = [json.loads(line) for line in CORPUS_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+REAL = {task: [row["completion"] for row in CORPUS if row["task"] == task] for task in ("react", "math")}
+
+
+def _splice(text: str, inserted: str, at: float) -> str:
+    cut = int(at * len(text))
+    return (text[:cut] + inserted + text[cut:])[:MAX_CHARS]
+
+
+def real_failures(task: str):
+    """A real failing completion, as written or with a hostile piece spliced in."""
+    written = st.sampled_from(REAL[task])
+    return st.one_of(written, st.builds(_splice, written, piece, st.floats(min_value=0.0, max_value=1.0)))
+
 
 @st.composite
 def hostile_rollouts(draw):
     text = draw(hostile_text)
     react_forms = [text, f"```tsx\n{text}\n```", f"```tsx\n{text}\n{GOOD_REACT[7:-4]}```",
                    f"```tsx\n{draw(ambient)}{GOOD_REACT[7:-4]}```", f"```tsx\n{draw(ambient)}{BAD_REACT[7:-4]}```",
-                   f"```tsx\n{text}"]
-    math_forms = [text, f"so \\boxed{{{text}}}", f"The answer is {text}", f"{text}\n1 + 1 = 2\n\\boxed{{{draw(tower)}}}"]
+                   f"```tsx\n{text}", draw(real_failures("react"))]
+    math_forms = [text, f"so \\boxed{{{text}}}", f"The answer is {text}", f"{text}\n1 + 1 = 2\n\\boxed{{{draw(tower)}}}",
+                  draw(real_failures("math"))]
     return (draw(st.sampled_from(react_forms)), draw(st.sampled_from(math_forms)),
             draw(st.sampled_from(["syntax", "build", "typecheck"])), draw(st.booleans()))
 
@@ -178,6 +201,42 @@ def test_hostile_completions_leave_neighbours_and_the_server_intact(server, case
     assert judged["hostile"]["details"].get("reason") != "symbolic comparison timed out", judged["hostile"]["details"]
     # a compile is bounded by compile_timeout_s (5 s here, a batch may be re-run once alone), math by timeout_s (5 s)
     assert react_s < 25 and math_s < 15, (react_s, math_s)
+
+
+def test_a_real_models_failures_are_scored_and_still_fail(server):
+    """The whole corpus, each completion at the level where it first failed (a spec-only failure at
+    render), with the server's own token split and with 7-character offsets: answered, bounded,
+    not an error, and failing still. A completion that passes now means a scorer change accepted
+    what it refused when the corpus was made (benchmarks/real_model.py names the commit)."""
+    from sandbox import isolation
+    from tests.helpers import require_host
+
+    srv, _ = server
+    assert len(CORPUS) >= 100 and REAL["react"] and REAL["math"]
+    require_host(isolation.render_refusal(isolation.detect().layers) is None,
+                 "the sandbox layers that rendering needs (bubblewrap)")
+    for level in ("build", "typecheck", "render"):
+        rows = [r for r in CORPUS if r["task"] == "react" and (r["level"] if r["level"] != "spec" else "render") == level]
+        if not rows:  # no failure first met at this level in the corpus
+            continue
+        for with_offsets in (False, True):
+            body = {"task": "react", "options": {"level": level}, "rollouts": [
+                {"id": r["id"], "completion": r["completion"], "reference": r["reference"], "prompt": r["prompt"],
+                 "finish_reason": r["finish_reason"],
+                 **({"token_offsets": _offsets(r["completion"], 7)} if with_offsets else {})} for r in rows]}
+            response, seconds = _post(srv.url, body)
+            results = _check_results(response, body)
+            for r in rows:
+                result = results[r["id"]]
+                assert result["error"] is None, (r["id"], result["error"])
+                assert result["passed"] is False or result["details"].get("spec_passed") is False, (r["id"], result["details"])
+            assert seconds < 120, (level, len(rows), seconds)
+    rows = [r for r in CORPUS if r["task"] == "math"]
+    body = {"task": "math", "rollouts": [{"id": r["id"], "completion": r["completion"], "reference": r["reference"],
+                                          "finish_reason": r["finish_reason"]} for r in rows]}
+    response, _ = _post(srv.url, body)
+    results = _check_results(response, body)
+    assert all(results[r["id"]]["error"] is None and results[r["id"]]["passed"] is False for r in rows)
 
 
 def test_after_the_fuzz_the_server_is_healthy_and_small(server):
