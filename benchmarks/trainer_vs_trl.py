@@ -5,6 +5,8 @@ same 32-token prompts, 8 prompts x 8 rollouts per step, fp32, no vLLM, no refere
 optimizer pass per batch. The systems run in one process and alternate (TRL step, then one step
 of each of our configurations, TRL, ours...), so a neighbour process slowing the machine slows
 all of them; each step records ``os.getloadavg()`` (which counts our own busy threads too).
+Each of ours is compared with TRL twice: the ratio of the median step times, and the paired
+ratio (the median over rounds of TRL's step time over ours in the same round).
 
 Workloads (``--workloads``):
 
@@ -416,6 +418,22 @@ def summary(rows: list[dict]) -> dict[str, float]:
     return out
 
 
+def summaries_of(rows: dict[str, list[dict]]) -> dict[str, dict]:
+    """Each system's summary; ours also with ``vs_trl_paired``, the median over rounds of TRL's
+    step time over ours in the same round. Neighbouring load drifts over seconds, so a round's
+    two steps see about the same machine; the paired ratio cancels that drift better than the
+    ratio of the two medians (both are reported)."""
+    out = {name: summary(r) for name, r in rows.items()}
+    for name, r in rows.items():
+        if name != "trl":
+            out[name]["vs_trl_paired"] = paired_ratio(rows["trl"], r)
+    return out
+
+
+def paired_ratio(trl: list[dict], ours: list[dict]) -> float:
+    return statistics.median(a["seconds"] / b["seconds"] for a, b in zip(trl, ours, strict=True))
+
+
 def report(threads: int, workload: str, summaries: dict[str, dict]) -> None:
     trl = summaries["trl"]
     print(f"threads={threads} {workload}: TRL {trl['s_per_step']:.2f} s/step, {trl['tokens_per_step']:.0f} tok, "
@@ -427,7 +445,7 @@ def report(threads: int, workload: str, summaries: dict[str, dict]) -> None:
         print(f"    {name:28s} {s['s_per_step']:.2f} s/step (gen {s['generate_s']:.2f} + train {s['train_s']:.2f}; "
               f"score wait {s['score_wait_s']:.2f}, gen wait {s['generate_wait_s']:.2f}; "
               f"staleness <= {s['staleness_max']}) {s['tokens_per_step']:.0f} tok, peak +{s['peak_memory_mib']:.0f} MiB"
-              f" | vs TRL x{trl['s_per_step'] / s['s_per_step']:.2f} per step, "
+              f" | vs TRL x{trl['s_per_step'] / s['s_per_step']:.2f} per step (paired x{s['vs_trl_paired']:.2f}), "
               f"x{s['tokens_per_s'] / trl['tokens_per_s']:.2f} tok/s", flush=True)
 
 
@@ -462,7 +480,7 @@ def main() -> None:
                 torch.set_num_threads(threads)
                 torch.manual_seed(0)
                 rows = alternate(models[spec.model], prompts, spec, args.steps, work / f"t{threads}-{workload}")
-                summaries = {name: summary(r) for name, r in rows.items()}
+                summaries = summaries_of(rows)
                 report(threads, workload, summaries)
                 results.append({"threads": threads, "workload": workload, "max_new_tokens": spec.max_new,
                                 "summaries": summaries, "steps": rows})

@@ -78,3 +78,13 @@ def test_every_workload_compares_against_trl_with_at_least_one_of_ours():
     slow = bench.SPECS["slow_scorer"].ours
     assert {o.get("async_steps", 0) for o in slow.values()} == {0, 1}
     assert {o.get("scorer_seconds", 0.0) for o in slow.values()} == {0.0, bench.SLOW_SCORER_SECONDS}
+
+
+def test_paired_ratio_is_taken_round_by_round():
+    """A slow round (a busy neighbour) slows both systems' steps in it: each round is compared
+    with itself, and rounds must pair up."""
+    trl = [{"seconds": s} for s in (2.0, 8.0, 2.0, 8.0)]
+    ours = [{"seconds": s} for s in (1.0, 4.0, 1.0, 4.0)]
+    assert bench.paired_ratio(trl, ours) == 2.0
+    with pytest.raises(ValueError):
+        bench.paired_ratio(trl, ours[:3])
