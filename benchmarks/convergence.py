@@ -29,7 +29,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -283,7 +285,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         from dataclasses import replace
         budget = replace(budget, seeds=args.seeds or budget.seeds, ablations=budget.ablations and not args.no_ablations)
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
-    command = "python -m benchmarks.convergence" + (" --quick" if args.quick else "") + f" --out {args.out}"
+    command = shlex.join(["python", "-m", "benchmarks.convergence", *(sys.argv[1:] if argv is None else argv)])
     started = time.perf_counter()
     if not args.report:
         runs = plan(args.tasks, args.methods, budget)

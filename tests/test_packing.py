@@ -171,8 +171,12 @@ def test_packed_update_equals_the_padded_update(model, algo, micro_batch_tokens)
     for key in ("loss", "clip_frac", "kl", "entropy", "grad_norm", "first_ratio_error"):
         assert packed_stats[key] == pytest.approx(padded_stats[key], rel=1e-5, abs=1e-6), key
     assert padded_stats["clip_frac"] > 0 or algo.policy_loss == "gspo"
+    # float32 resolution of each tensor, and of the whole gradient for tensors whose gradient is
+    # zero in theory (a key's bias shifts every score of a query alike): there the two paths'
+    # rounding noise is all there is to compare
+    largest = max(float(a.abs().max()) for a in padded_grads)
     for a, b in zip(padded_grads, packed_grads):
-        assert torch.allclose(b, a, atol=1e-6 * float(a.abs().max()) + 1e-12, rtol=0)
+        assert torch.allclose(b, a, atol=1e-6 * float(a.abs().max()) + 1e-7 * largest, rtol=0)
     moved = 0
     for name, p in padded.items():
         assert torch.allclose(packed[name], p, atol=1e-5, rtol=0), name
