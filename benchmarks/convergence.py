@@ -125,13 +125,13 @@ def math_setup(root: Path, budget: Budget) -> dict[str, str]:
 
 
 def _ablations(specific: tuple) -> tuple:
-    """In the order they run (most telling first, so a study cut short keeps them): the local
-    signal off (w_s = 0: BoT-GRPO on outcomes alone), BoT-GRPO's amplification bound, the
-    task's own ablation, off-policy epochs (where GSPO's sequence ratio departs from GRPO's),
-    then the other local weights."""
+    """In the order they run (most telling first, so a study cut short keeps them): the paper's
+    estimator (``bot_grpo`` without its ``min_std`` bound), the same with the local signal off
+    (w_s = 0: the bag on outcomes alone), the task's own ablation, off-policy epochs (where
+    GSPO's sequence ratio departs from GRPO's), then the other local weights."""
     return (
-        ("bot_grpo w_s=0.0", "bot_grpo", {"local_weight": 0.0}, {}),
-        ("bot_grpo min_std=0.5", "bot_grpo", {}, {"estimator_options": {"min_std": 0.5}}),
+        ("bot_grpo_paper", "bot_grpo_paper", {}, {}),
+        ("bot_grpo_paper w_s=0.0", "bot_grpo_paper", {"local_weight": 0.0}, {}),
         *specific,
         ("gspo iters=2", "gspo", {}, {"num_iterations": 2}),
         ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
@@ -275,7 +275,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     p.add_argument("--seeds", type=int, default=None, help="override the budget's number of seeds")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--rows", nargs="+", default=None, metavar="LABEL",
-                   help="only these rows: method names or ablation labels, e.g. grpo 'bot_grpo min_std=0.5'")
+                   help="only these rows: method names or ablation labels, e.g. grpo 'bot_grpo oracle'")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (each in its own process)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per run (default: cores / jobs)")
     p.add_argument("--report", action="store_true", help="only rebuild the tables from finished runs")

@@ -44,8 +44,8 @@ def test_plan_covers_methods_seeds_and_ablations():
     assert len(keys) == len(set(keys))
     assert sum(run.label == "grpo" and run.task == "react" for run in runs) == FULL.seeds >= 5
     labels = {run.label for run in runs if run.task == "react"}
-    assert {"bot_grpo w_s=0.0", "bot_grpo oracle", "gspo iters=2", "bot_grpo seq-mean-token-mean",
-            "bot_grpo min_std=0.5"} <= labels
+    assert {"bot_grpo_paper", "bot_grpo_paper w_s=0.0", "bot_grpo oracle", "gspo iters=2",
+            "bot_grpo seq-mean-token-mean"} <= labels
     assert {label for label, *_ in SETTINGS["math"].ablations} <= {run.label for run in runs if run.task == "math"}
     assert all(run.label in ("bot_grpo", "grpo") for run in plan(["react"], ["bot_grpo", "grpo"], QUICK))
 

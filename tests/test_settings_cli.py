@@ -34,7 +34,10 @@ def test_bad_values_are_named_with_the_valid_choices(tmp_path):
 
 
 def test_presets_are_valid_and_distinct():
-    assert set(PRESETS) == {"bot_grpo", "grpo", "dr_grpo", "gspo", "dapo", "pure"}
+    assert set(PRESETS) == {"bot_grpo", "bot_grpo_paper", "grpo", "dr_grpo", "gspo", "dapo", "pure"}
+    # the default differs from the paper's estimator only in its bound on the normalisation
+    assert preset("bot_grpo").estimator_options == {"min_std": 0.5}
+    assert preset("bot_grpo").model_copy(update={"estimator_options": {}}) == preset("bot_grpo_paper")
     assert preset("dapo").eps_high == 0.28 and preset("gspo").policy_loss == "gspo"
     assert len({p.model_dump_json() for p in PRESETS.values()}) == len(PRESETS)
     copy = preset("grpo")

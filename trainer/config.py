@@ -40,7 +40,7 @@ class TrainConfig(BaseModel):
     reward_api_key: Optional[str] = Field(None, description="bearer key for the reward server")
 
     # the update rule: a preset and any overrides of its fields
-    method: str = Field("bot_grpo", description="preset: bot_grpo, grpo, dr_grpo, gspo, dapo, pure")
+    method: str = Field("bot_grpo", description="preset: bot_grpo (bounded normalisation), bot_grpo_paper, grpo, dr_grpo, gspo, dapo, pure")
     estimator: Optional[str] = Field(None, description="override the preset's advantage estimator")
     estimator_options: Optional[dict[str, Any]] = Field(None, description="override the estimator's options")
     policy_loss: Optional[str] = Field(None, description="override the preset's policy loss")

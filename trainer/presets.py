@@ -8,8 +8,14 @@ from __future__ import annotations
 from trainer.algorithm import AlgorithmSettings
 
 PRESETS: dict[str, AlgorithmSettings] = {
-    # Length-weighted bag of tokens over token rewards; PPO-clip; every token weighs the same.
-    "bot_grpo": AlgorithmSettings(estimator="bot_grpo", policy_loss="ppo_clip", aggregation="token-mean"),
+    # Length-weighted bag of tokens over token rewards; PPO-clip; every token weighs the same. The
+    # bag's std is bounded below by 0.5: where a group's outcomes all agree the local signal alone
+    # sets the spread, and the paper's division by it collapsed the convergence study's runs
+    # (docs/results/convergence); a group with a pass among its failures has a spread above it.
+    "bot_grpo": AlgorithmSettings(estimator="bot_grpo", estimator_options={"min_std": 0.5}, policy_loss="ppo_clip",
+                                  aggregation="token-mean"),
+    # The paper's estimator exactly (no bound on the normalisation).
+    "bot_grpo_paper": AlgorithmSettings(estimator="bot_grpo", policy_loss="ppo_clip", aggregation="token-mean"),
     # Sequence reward, unbiased group std, per-sequence mean of token means (DeepSeekMath).
     "grpo": AlgorithmSettings(estimator="grpo", policy_loss="ppo_clip", aggregation="seq-mean-token-mean"),
     # No std, token sum normalised by a constant (Liu et al., "Understanding R1-Zero").

@@ -89,7 +89,9 @@ class BoTGRPOTrainer(GRPOTrainer):
     with ``args.reward_weights``. A function may return ``None`` for a completion it cannot
     score; a completion no function scores gets zero advantage. ``reward_url`` and
     ``reward_task`` (with ``reward_options``, ``reward_api_key``) add a :class:`RewardServerTokens`.
-    ``advantage_options`` go to the BoT-GRPO estimator (``eps``, ``use_reward_to_go``).
+    ``advantage_options`` go to the BoT-GRPO estimator (``eps``, ``use_reward_to_go``,
+    ``min_std``); by default the ``bot_grpo`` preset's (``min_std: 0.5``), ``{}`` for the
+    paper's estimator exactly.
     Other arguments are ``GRPOTrainer``'s.
     """
 
@@ -111,7 +113,10 @@ class BoTGRPOTrainer(GRPOTrainer):
         for f in self.reward_funcs:
             if isinstance(f, RewardServerTokens) and f.tokenizer is None:
                 f.tokenizer = self._tokenizer
-        self.advantage_options = dict(advantage_options or {})
+        if advantage_options is None:
+            from trainer.presets import preset
+            advantage_options = preset("bot_grpo").estimator_options
+        self.advantage_options = dict(advantage_options)
         self._token_rewards: Optional[list[list[float]]] = None
 
     # ------------------------------------------------------------------ TRL hooks
