@@ -244,7 +244,7 @@ def write_report(root: Path, budget: Budget, command: str) -> str:
         main = {k: v for k, v in groups.items() if k in METHODS}
         report.plot(main, f"{task}: held-out pass rate, mean over seeds (band: 95% bootstrap)",
                     "held-out pass rate", root / f"convergence-{task}.png")
-        ablations = {k: v for k, v in groups.items() if k.startswith("bot_grpo")}
+        ablations = {k: v for k, v in groups.items() if k.startswith("bot_grpo") or k == "grpo"}  # GRPO: the reference
         report.plot(ablations, f"{task}: BoT-GRPO ablations", "held-out pass rate", root / f"ablations-{task}.png")
     text = "\n".join(parts)
     (root / "results.md").write_text(text + "\n")
