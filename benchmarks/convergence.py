@@ -14,7 +14,8 @@ Two tasks, each from one warm start shared by every method and seed:
 Every method gets the same rewards (sequence methods read the outcome ``R_i``, token methods
 the composed token rewards), steps, prompts, group size and evaluation: a fixed held-out set,
 evaluated every ``eval_every`` steps. Small groups and few prompts per step on purpose: that is
-where gradients are starved and token credit should pay. Ablations on the same seeds:
+where gradients are starved and token credit should pay. Ablations on the same seeds: the
+paper's estimator without the preset's ``min_std`` bound (``bot_grpo_paper``),
 ``local_weight`` (w_s), BoT-GRPO's loss aggregation, an **oracle** local signal (the diff to the
 prompt's reference component: the ceiling of what token credit can buy here), and
 ``num_iterations: 2`` (off-policy epochs, where GSPO's sequence ratio differs from GRPO's).
