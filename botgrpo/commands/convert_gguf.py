@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
             out = args.out or pretrained.cache_dir() / source.stem.lower()
         record = pretrained.convert_gguf(source, out, dtype=args.dtype, force=args.force)
     except pretrained.ConversionError as exc:
-        print(f"botgrpo convert-gguf: {exc}")
+        print(f"botgrpo convert-gguf: {exc}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(record, indent=2))
