@@ -28,6 +28,7 @@ steps to BoT-GRPO's with its interval. Resumable: each finished run is a JSON fi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -61,7 +62,8 @@ class Budget:
     ablations: bool = True
 
 
-FULL = Budget(seeds=5, steps=50, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.8}, sft_steps=1500)
+# 1261: the steps the first study's warm start ran before its (since removed) 1,800 s cap.
+FULL = Budget(seeds=5, steps=50, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.8}, sft_steps=1261)
 QUICK = Budget(seeds=1, steps=10, eval_every=5, eval_prompts=64, threshold={"react": 0.8, "math": 0.8}, sft_steps=300,
                ablations=False)
 
@@ -92,14 +94,13 @@ class Setting:
 
 
 def react_setup(root: Path, budget: Budget) -> dict[str, str]:
-    """The block-component tasks and their warm start. The supervised pass is capped by wall time
-    as well as steps, so on a busy machine it stops early (the study's: 827 of 1500 steps in
-    1800 s, held-out compile 0.11; a warm start on 75% broken components capped at 2400 s got
-    only 472 steps and compiled 0.05). Every run of a study shares the one warm start it finds."""
+    """The block-component tasks and their warm start. The supervised pass is bounded by steps
+    alone: a wall-time cap made the warm start (and its learning-rate schedule) depend on how busy
+    the machine was, so a lost one could not be rebuilt. Every run of a study shares it."""
     from trainer.demo import DemoSettings, prepare
 
     settings = DemoSettings(out_dir=str(root / "react"), shape="blocks", broken_share=0.85, max_mistakes=2,
-                            eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps, sft_max_seconds=1800)
+                            eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps, sft_max_seconds=None)
     return prepare(settings)
 
 
@@ -120,7 +121,7 @@ def math_setup(root: Path, budget: Budget) -> dict[str, str]:
     if not (warm / "done.json").exists():
         pairs = arith.make_sft_corpus(6000, 0, broken_share=0.4, **ARITH)
         build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=0, vocab_size=600)
-        metrics = sft(warm / "model", pairs, max_steps=steps, max_seconds=1800, seed=0)
+        metrics = sft(warm / "model", pairs, max_steps=steps, max_seconds=None, seed=0)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths
 
@@ -160,8 +161,10 @@ def plan(tasks: list[str], methods: list[str], budget: Budget) -> list[Run]:
 
 
 # --------------------------------------------------------------------------- one run
-def train_one(run: Run, paths: dict[str, str], out: Path, budget: Budget, threads: int) -> dict[str, Any]:
-    """Train ``run`` from the warm start at ``paths``; its record (also written to ``out``)."""
+def train_one(run: Run, paths: dict[str, str], warm_start: str, out: Path, budget: Budget,
+              threads: int) -> dict[str, Any]:
+    """Train ``run`` from the warm start at ``paths`` (whose fingerprint is ``warm_start``); its
+    record (also written to ``out``)."""
     import torch
 
     from trainer.config import TrainConfig
@@ -183,7 +186,8 @@ def train_one(run: Run, paths: dict[str, str], out: Path, budget: Budget, thread
         trainer.close()
     record = {**asdict(run), "key": run.key, "evals": [{k: e.get(k) for k in ("step", "pass_rate", "spec_rate")}
                                                        for e in trainer.evals],
-              "seconds": time.perf_counter() - started, "threads": threads, "commit": _commit()}
+              "seconds": time.perf_counter() - started, "threads": threads, "commit": _commit(),
+              "warm_start": warm_start}
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
     tmp.replace(out)  # a run is either finished and kept, or absent
@@ -196,16 +200,36 @@ def _commit() -> str:
 
 
 # --------------------------------------------------------------------------- the study
+def fingerprint(model_dir: str | Path) -> str:
+    """A digest of every file of a warm start: which policy a run started from."""
+    root, digest = Path(model_dir), hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def foreign_runs(records: list[dict[str, Any]], starts: dict[str, str]) -> list[str]:
+    """Keys of finished runs of these tasks that began from another warm start than ``starts``
+    (records without a fingerprint predate it and count as foreign): resuming beside them would
+    put two warm starts in one table."""
+    return [r["key"] for r in records if r["task"] in starts and r.get("warm_start") != starts[r["task"]]]
+
+
 def run_study(runs: list[Run], root: Path, budget: Budget, jobs: int, threads: int) -> None:
     setups = {task: SETTINGS[task].prepare(root, budget) for task in sorted({r.task for r in runs})}
+    starts = {task: fingerprint(paths["model"]) for task, paths in setups.items()}
     (root / "runs").mkdir(parents=True, exist_ok=True)
+    foreign = foreign_runs(load_runs(root), starts)
+    if foreign:
+        raise SystemExit(f"{root}/runs holds {len(foreign)} runs from another warm start than the one under {root} "
+                         f"({', '.join(foreign[:3])}, ...): their rows would not be comparable; use a new --out")
     # seed by seed, so a study stopped early has every row on the same seeds
     todo = sorted((r for r in runs if not (root / "runs" / f"{r.key}.json").exists()), key=lambda r: r.seed)
     print(f"{len(runs) - len(todo)} of {len(runs)} runs already done; {len(todo)} to go ({jobs} at a time)", flush=True)
     started = time.perf_counter()
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), max_tasks_per_child=1) as pool:
-        futures = {pool.submit(train_one, r, setups[r.task], root / "runs" / f"{r.key}.json", budget, threads): r
-                   for r in todo}
+        futures = {pool.submit(train_one, r, setups[r.task], starts[r.task], root / "runs" / f"{r.key}.json", budget,
+                               threads): r for r in todo}
         for n, future in enumerate(as_completed(futures), 1):
             record = future.result()
             final = record["evals"][-1]["pass_rate"]

@@ -69,3 +69,25 @@ def test_report_from_finished_runs(tmp_path):
     assert "1.80x" in text
     assert (tmp_path / "convergence-react.png").stat().st_size > 5000
     assert json.loads((tmp_path / "results.json").read_text())["summary"]["react"]["grpo_steps_over"]["bot_grpo"][0] == 1.8
+
+
+def test_fingerprint_tells_warm_starts_apart(tmp_path):
+    """Two warm starts that differ in one byte of one file get different fingerprints; a copy the same."""
+    from benchmarks.convergence import fingerprint
+
+    for name in ("a", "b", "c"):
+        (tmp_path / name / "tok").mkdir(parents=True)
+        (tmp_path / name / "model.safetensors").write_bytes(b"\x00" * 64)
+        (tmp_path / name / "tok" / "vocab.json").write_text("{}")
+    (tmp_path / "c" / "model.safetensors").write_bytes(b"\x00" * 63 + b"\x01")
+    assert fingerprint(tmp_path / "a") == fingerprint(tmp_path / "b") != fingerprint(tmp_path / "c")
+
+
+def test_runs_from_another_warm_start_are_foreign():
+    """Resuming is refused beside runs from another warm start, or from one never recorded."""
+    from benchmarks.convergence import foreign_runs
+
+    records = [{"task": "react", "key": "same", "warm_start": "aa"}, {"task": "react", "key": "other", "warm_start": "bb"},
+               {"task": "react", "key": "unrecorded"}, {"task": "math", "key": "math-run", "warm_start": "zz"}]
+    assert foreign_runs(records, {"react": "aa"}) == ["other", "unrecorded"]
+    assert foreign_runs(records[:1], {"react": "aa", "math": "cc"}) == []

@@ -36,7 +36,7 @@ class DemoSettings:
     broken_share: float = 0.5
     max_mistakes: int = 1          # mistakes in one broken warm-start component
     sft_steps: int = 800
-    sft_max_seconds: float = 240.0
+    sft_max_seconds: Optional[float] = 240.0   # None: bounded by sft_steps alone (reproducible)
     train_prompts: int = 2000
     eval_prompts: int = 64
     steps: int = 60
