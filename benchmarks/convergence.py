@@ -130,7 +130,8 @@ def _ablations(specific: tuple) -> tuple:
     """In the order they run (most telling first, so a study cut short keeps them): the paper's
     estimator (``bot_grpo`` without its ``min_std`` bound), the same with the local signal off
     (w_s = 0: the bag on outcomes alone), the task's own ablation, off-policy epochs (where
-    GSPO's sequence ratio departs from GRPO's), then the other local weights."""
+    GSPO's sequence ratio departs from GRPO's), then the other local weights (0: the preset's
+    bounded bag on outcomes alone)."""
     return (
         ("bot_grpo_paper", "bot_grpo_paper", {}, {}),
         ("bot_grpo_paper w_s=0.0", "bot_grpo_paper", {"local_weight": 0.0}, {}),
@@ -139,6 +140,7 @@ def _ablations(specific: tuple) -> tuple:
         ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
         ("bot_grpo w_s=1.0", "bot_grpo", {"local_weight": 1.0}, {}),
         ("bot_grpo w_s=0.1", "bot_grpo", {"local_weight": 0.1}, {}),
+        ("bot_grpo w_s=0.0", "bot_grpo", {"local_weight": 0.0}, {}),
     )
 
 
