@@ -258,11 +258,11 @@ def write_report(root: Path, budget: Budget, command: str) -> str:
                   f"{len(mine)} runs, {seconds / 3600:.1f} h of run time "
                   f"(commits {', '.join(sorted({r['commit'] for r in mine}))}).", "",
                   report.table(groups, threshold, budget.steps, budget.eval_every), ""]
-        ratios = {label: _speedup(groups, label, threshold, budget) for label in labels if label.startswith("bot_grpo")}
+        ratios = {label: _speedup(groups, label, threshold, budget) for label in labels if label != "grpo"}
         ratios = {label: ratio for label, ratio in ratios.items() if ratio is not None}
         if ratios:
-            parts += [f"GRPO's steps to {threshold:.0%} over each BoT-GRPO row's (> 1: BoT-GRPO gets there sooner; "
-                      "95% bootstrap interval):", ""]
+            parts += [f"GRPO's steps to {threshold:.0%} over each row's (> 1: the row gets there sooner; "
+                      "95% bootstrap interval; a run that never gets there counts as one eval past the budget):", ""]
             parts += [f"- {label}: **{est:.2f}x** [{low:.2f}, {high:.2f}]" for label, (est, low, high) in ratios.items()]
             parts.append("")
         summary[task] = {label: report.summarise(g, threshold, budget.steps, budget.eval_every)
