@@ -129,12 +129,14 @@ def math_setup(root: Path, budget: Budget) -> dict[str, str]:
 def _ablations(specific: tuple) -> tuple:
     """In the order they run (most telling first, so a study cut short keeps them): the paper's
     estimator (``bot_grpo`` without its ``min_std`` bound), the same with the local signal off
-    (w_s = 0: the bag on outcomes alone), the task's own ablation, off-policy epochs (where
+    (w_s = 0: the bag on outcomes alone), the bag centred on the outcomes' mean rather than its
+    own (so unblamed tokens of an all-fail group get 0), the task's own ablation, off-policy epochs (where
     GSPO's sequence ratio departs from GRPO's), then the other local weights (0: the preset's
     bounded bag on outcomes alone)."""
     return (
         ("bot_grpo_paper", "bot_grpo_paper", {}, {}),
         ("bot_grpo_paper w_s=0.0", "bot_grpo_paper", {"local_weight": 0.0}, {}),
+        ("bot_grpo outcome-baseline", "bot_grpo", {}, {"estimator_options": {"min_std": 0.5, "baseline": "outcome"}}),
         *specific,
         ("gspo iters=2", "gspo", {}, {"num_iterations": 2}),
         ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),

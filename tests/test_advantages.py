@@ -313,3 +313,63 @@ def test_bot_grpo_min_std_bounds_the_amplification_of_a_group_whose_outcomes_agr
     assert float(floored[0, 9]) == pytest.approx((-1.5 - mu) / 0.5)
     r, m, g = batch([[1.0] * 4, [-1.0] * 3 + [-1.5]], [0, 0])
     assert torch.equal(compute_advantages("bot_grpo", r, m, g, min_std=0.5), compute_advantages("bot_grpo", r, m, g))
+
+
+# --------------------------------------------------------------------------- BoT-GRPO's outcome baseline
+def _bag_sigma(rows):
+    """The length-weighted bag's population std over a group's rows (each row weighs 1)."""
+    weights = [(x, 1 / len(row) / len(rows)) for row in rows for x in row]
+    mu = sum(x * w for x, w in weights)
+    return math.sqrt(sum(w * (x - mu) ** 2 for x, w in weights))
+
+
+def test_outcome_baseline_hand_computed():
+    """A_it = (r_it - mean_i max_t r_it) / sigma_bag: a pass with one blamed token beside a failure."""
+    rows = [[0.6, 0.2, 0.6], [-1.0, -1.0]]
+    r, m, g = batch(rows, [0, 0])
+    adv = compute_advantages("bot_grpo", r, m, g, eps=0.0, baseline="outcome")
+    baseline, sigma = (0.6 - 1.0) / 2, _bag_sigma(rows)
+    assert valid(adv, m) == pytest.approx([(x - baseline) / sigma for x in flat(rows)], abs=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, -0.25, -1.0]), min_size=1, max_size=6), min_size=2, max_size=5),
+       st.floats(-1, 1))
+def test_outcome_baseline_moves_only_blamed_tokens_of_an_all_fail_group(local, outcome):
+    """Every rollout shares the outcome: unblamed tokens (l = 0) get 0 (to rounding), blamed ones less
+    (the bag's own mean gives the unblamed tokens of such a group a positive advantage instead).
+    Each rollout keeps an unblamed token, as a blame window inside a completion does: a rollout
+    blamed everywhere reads as a lower outcome (the estimator sees only token rewards)."""
+    local = [row + [0.0] for row in local]
+    rows = [[outcome + 0.5 * l for l in row] for row in local]
+    r, m, g = batch(rows, [0] * len(rows), dtype=torch.float64)
+    adv = valid(compute_advantages("bot_grpo", r, m, g, baseline="outcome", min_std=0.5), m)
+    for a, l in zip(adv, flat(local)):
+        assert (abs(a) < 1e-12) if l == 0.0 else (a < -0.1)  # blamed: at least 0.5 * 0.25 / sigma
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.integers(1, 6)), min_size=1, max_size=6))
+def test_outcome_baseline_is_the_bag_when_each_rollout_has_one_reward(rollouts):
+    """w_s = 0 (one reward per rollout): the outcome level is the rollout's mean, so nothing changes."""
+    r, m, g = batch([[x] * n for x, n in rollouts], [0] * len(rollouts), dtype=torch.float64)
+    bag = compute_advantages("bot_grpo", r, m, g, min_std=0.5)
+    outcome = compute_advantages("bot_grpo", r, m, g, min_std=0.5, baseline="outcome")
+    assert torch.allclose(bag, outcome, atol=1e-9)
+
+
+def test_outcome_baseline_ignores_what_padding_holds():
+    r, m, g = batch([[0.2, -0.2], [0.5], []], [0, 0, 0])
+    clean = compute_advantages("bot_grpo", r, m, g, baseline="outcome")
+    r[~m] = float("nan")
+    r[1, 1] = float("inf")
+    dirty = compute_advantages("bot_grpo", r, m, g, baseline="outcome")
+    assert torch.equal(clean[m], dirty[m]) and clean[m].isfinite().all()
+
+
+def test_outcome_baseline_refuses_rewards_to_go_and_unknown_names():
+    r, m, g = batch([[0.0, 1.0]], [0])
+    with pytest.raises(ValueError, match="rewards-to-go"):
+        compute_advantages("bot_grpo", r, m, g, baseline="outcome", use_reward_to_go=True)
+    with pytest.raises(ValueError, match="baseline must be"):
+        compute_advantages("bot_grpo", r, m, g, baseline="median")

@@ -21,6 +21,7 @@ Shared conventions (see ``docs/algorithms.md`` for the derivations):
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 import torch
@@ -146,7 +147,8 @@ def reward_to_go(token_rewards: Tensor, mask: Tensor) -> Tensor:
 
 @register("bot_grpo")
 def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
-             *, eps: float = 1e-6, use_reward_to_go: bool = False, min_std: float = 0.0) -> Tensor:
+             *, eps: float = 1e-6, use_reward_to_go: bool = False, min_std: float = 0.0,
+             baseline: str = "bag") -> Tensor:
     """BoT-GRPO: normalise every token against its group's length-weighted bag of tokens.
 
     Each token (i, t) of group g weighs ``w_it = 1 / L_i`` (every rollout weighs 1 in total)::
@@ -161,7 +163,21 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     ``min_std`` (default 0: the paper's estimator) bounds how far the normalisation may amplify:
     in a group whose outcomes all agree the bag's spread is the local signal's alone, and
     dividing by it turns a small local nudge into advantages of several units.
+
+    ``baseline="outcome"`` centres on the group's mean *outcome level* instead of the bag's mean::
+
+        O_i  = max_t r_it          (the unblamed tokens' reward: r = R + w_s l with l <= 0)
+        A_it = (r_it - mean_i O_i) / (max(sigma_g, min_std) + eps)
+
+    With the bag's mean, the unblamed tokens of a group whose rollouts all fail sit above the
+    mean (the blamed ones pull it down) and get positive advantages, the more so the longer the
+    rollout; with the outcome baseline they get exactly 0 and only blamed tokens move (down).
+    The same as the bag when every rollout's tokens share one reward (w_s = 0).
     """
+    if baseline not in ("bag", "outcome"):
+        raise ValueError(f"baseline must be 'bag' or 'outcome', got {baseline!r}")
+    if baseline == "outcome" and use_reward_to_go:
+        raise ValueError("baseline='outcome' reads the outcome level off token rewards, not rewards-to-go")
     dtype = _compute_dtype(token_rewards)
     r = token_rewards.to(dtype)
     if use_reward_to_go:
@@ -186,6 +202,11 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     n, centred, between = _group_stats(first.squeeze(1).double() + mean_shift, has_tokens, groups)
     sigma = _safe_div(groups.gather(groups.sum(torch.where(has_tokens, within, 0.0))) + between, n).sqrt()
     scale = _safe_div(torch.ones_like(sigma), sigma.clamp_min(min_std) + eps)
+    if baseline == "outcome":
+        level = torch.where(mask, x, -math.inf).amax(dim=1).double()  # O_i - c_i
+        level = torch.where(has_tokens, level, 0.0)
+        centred = _group_stats(first.squeeze(1).double() + level, has_tokens, groups)[1]  # O_i - mean_g O
+        mean_shift = level
     offset = (centred - mean_shift) * scale                           # (c_i - mu_g) / (sigma_g + eps)
     # A_it = x_it * scale_i + offset_i * mask_it, in place on x (fresh (B, T) buffers cost page faults)
     out = x.mul_(scale.to(dtype)[:, None]).addcmul_(maskf, offset.to(dtype)[:, None])
