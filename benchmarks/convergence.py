@@ -149,6 +149,7 @@ def _ablations(specific: tuple) -> tuple:
 SETTINGS: dict[str, Setting] = {
     "react": Setting(react_setup, {"level": "build", "spec_weight": 0.5}, 320, _ablations((
         ("bot_grpo oracle", "bot_grpo", {"local": "oracle"}, {}),
+        ("bot_grpo first_cause", "bot_grpo", {"local": "first_cause"}, {}),
     )) + (("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"aggregation": "seq-mean-token-mean"}),)),
     "math": Setting(math_setup, {}, 96, _ablations((
         ("bot_grpo no propagation", "bot_grpo", {"error_propagation": False}, {}),

@@ -33,6 +33,8 @@ class Diagnostic:
     message: str
     severity: str = "error"
     rule: str | None = None
+    # [start, end) of what the compiler's notes point at (the opening tag a closing tag fails to match)
+    related: tuple[tuple[int, int], ...] = ()
 
     @property
     def located(self) -> bool:
@@ -164,8 +166,19 @@ def _diagnostics(raws: Any, index: Utf16Index, redact: tuple[tuple[str, str], ..
         out.append(Diagnostic(start=start, end=end, line=line, col=col,
                               message=clean_message(raw.get("message", ""), redact),
                               severity=str(raw.get("severity", "error")),
-                              rule=clean_message(rule)[:100] if rule else None))
+                              rule=clean_message(rule)[:100] if rule else None,
+                              related=_related(raw.get("related"), index)))
     return out
+
+
+def _related(raws: Any, index: Utf16Index) -> tuple[tuple[int, int], ...]:
+    """The notes' spans, in code points; anything malformed is dropped (at most four kept)."""
+    spans = []
+    for raw in raws if isinstance(raws, list) else []:
+        if isinstance(raw, dict) and all(type(raw.get(k)) is int and raw[k] >= 0 for k in ("start", "end")):
+            start = index.to_index(raw["start"])
+            spans.append((start, max(start, index.to_index(raw["end"]))))
+    return tuple(spans[:4])
 
 
 def _render(raw: Any, redact: tuple[tuple[str, str], ...]) -> RenderResult | None:

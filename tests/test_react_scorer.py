@@ -216,3 +216,39 @@ def test_propagate_blames_from_the_first_parse_error_to_the_end(scorer):
     mistake = GLUED_ATTRIBUTE.index('"title"Back')
     assert chars[mistake] == -1.0 and chars[-1] == -1.0           # the window and everything after
     assert chars[:GLUED_ATTRIBUTE.index('="title"')].max() == 0.0  # the completable prefix is not blamed
+
+
+UNCLOSED = ("```tsx\nexport function Card() {\n  return (\n    <main>\n      <h2>Title</h2>\n      <p>Body\n"
+            "      <span>more</span>\n    </main>\n  );\n}\n```")
+
+
+def test_first_cause_blames_the_unclosed_tag_not_the_outer_close(scorer):
+    """esbuild reports the unclosed <p> at </main>, the component's last tag, with a note at <p>:
+    first_error blames the close (pushing down ending the component), first_cause the <p>."""
+    opening, closing = UNCLOSED.index("<p>"), UNCLOSED.index("</main>")
+    at_report, at_cause = (local_chars(UNCLOSED, scorer.score_batch([Rollout(UNCLOSED)],
+                                                                    ReactOptions(level="build", local=name))[0])
+                           for name in ("first_error", "first_cause"))
+    assert at_report[closing] == -1.0 and at_report[opening + 1] == 0.0
+    assert at_cause[opening + 1] == -1.0 and at_cause[closing:].max() == 0.0
+    assert at_cause.min() == -1.0 and (at_cause < 0).sum() < 20  # a window, not a span to the end
+
+
+def test_compiler_notes_reach_the_diagnostic_in_code_points(scorer):
+    """The note's span survives the UTF-16 -> code point conversion (an astral character before it)."""
+    code = "export const A = () => (<main>\U0001F600<p>x</main>);"
+    [result] = scorer.pool.compile_many([code], "build")
+    first = min(result.diagnostics, key=lambda d: d.start)
+    assert first.related and code[first.related[0][0]:first.related[0][1]] == "p"
+
+
+def test_malformed_notes_from_a_worker_are_dropped():
+    """The worker's ``related`` spans are checked like the rest of its answer: junk is dropped."""
+    from sandbox.results import from_response
+
+    junk = [{"start": 1, "end": 2}, {"start": -1, "end": 2}, {"start": "1", "end": 2}, "x", None,
+            {"start": True, "end": 3}, {"start": 2, "end": 1}] + [{"start": 0, "end": 1}] * 10
+    response = {"ok": False, "diagnostics": [{"start": 0, "end": 1, "message": "m", "related": junk},
+                                             {"start": 0, "end": 1, "message": "m", "related": "nope"}]}
+    first, second = from_response("abcdef", response, 0.0).diagnostics
+    assert first.related == ((1, 2), (2, 2), (0, 1), (0, 1)) and second.related == ()

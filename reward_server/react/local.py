@@ -10,6 +10,12 @@ layer, :mod:`reward_server.composition`, weighs it against the outcome). Registr
     blamed, with a window reaching back before it (compilers report after the true mistake:
     ``className="x"Back</p>`` is reported at ``</``). Diagnostics that do not cascade (a
     forbidden import, a type error) are independent findings and each is blamed in its window.
+``first_cause``
+    ``first_error``, with a parse error blamed at the construct its compiler note names (the
+    opening tag a mismatched closing tag fails to match) instead of where it was noticed. In
+    the warm start of the convergence replication two thirds of the failing completions' first
+    errors were mismatched closing tags, reported at the component's outer close: blaming that
+    pushes down closing the component.
 ``all_errors``
     Every diagnostic in its window (the blame of the retired ``window`` scheme).
 ``propagate``
@@ -33,7 +39,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Optional
 
 from reward_server.scorers.base import SpanScore
@@ -124,17 +130,35 @@ def _spans(outcome: CompileOutcome, bounds: list[tuple[int, int]]) -> list[SpanS
     return [SpanScore(outcome.code_start + s, outcome.code_start + e, BLAME) for s, e in bounds]
 
 
-@local_signal("first_error")
-def first_error(outcome: CompileOutcome, window: Window, reference: Optional[str] = None) -> list[SpanScore]:
-    """The first parse error's window, plus each non-cascading diagnostic's."""
+def _first_parse_error(outcome: CompileOutcome, window: Window, at_cause: bool) -> list[SpanScore]:
+    """The first parse error's window (at the construct its note names when ``at_cause``), plus
+    each non-cascading diagnostic's."""
     chosen, seen_parse_error = [], False
     for d in sorted(outcome.diagnostics, key=lambda d: d.start):
         if cascades(d):
             if seen_parse_error:
                 continue
             seen_parse_error = True
+            if at_cause and d.related:
+                start, end = d.related[0]
+                d = replace(d, start=start, end=end)
         chosen.append(blame_window(outcome.code, d, window))
     return _spans(outcome, chosen)
+
+
+@local_signal("first_error")
+def first_error(outcome: CompileOutcome, window: Window, reference: Optional[str] = None) -> list[SpanScore]:
+    """The first parse error's window, plus each non-cascading diagnostic's."""
+    return _first_parse_error(outcome, window, at_cause=False)
+
+
+@local_signal("first_cause")
+def first_cause(outcome: CompileOutcome, window: Window, reference: Optional[str] = None) -> list[SpanScore]:
+    """:func:`first_error`, but a parse error whose compiler note names an earlier construct (the
+    opening tag a closing tag fails to match) is blamed there rather than where it was noticed:
+    a mismatched closing tag is reported at the component's outer close, and blaming that tells
+    the policy not to close its component."""
+    return _first_parse_error(outcome, window, at_cause=True)
 
 
 @local_signal("all_errors")

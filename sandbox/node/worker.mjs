@@ -2,7 +2,7 @@
 // per stdout line (in completion order; responses carry the request id).
 //   request:  {"id", "code", "level": "syntax"|"build"|"typecheck"|"render", "allow": [module, ...],
 //              "lint"?: bool, "render"?: {props, component, empty, wrappers, timeout_ms, ...}}
-//   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity, rule?}], "summary",
+//   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity, rule?, related?}], "summary",
 //              "lint"?: [diagnostic + rule], "render"?: {status, message, html, ...},
 //              "timed_out"?, "crashed"?, "poisoned"?}
 // Offsets are UTF-16 code units into `code`. Levels are cumulative: build = syntax + import

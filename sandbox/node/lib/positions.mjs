@@ -62,6 +62,17 @@ export function esbuildErrorsToDiagnostics(errors, code) {
     const endCol = utf8ColumnToUtf16(loc.lineText, loc.column + loc.length);
     const start = offsetOf(starts, code, loc.line, col);
     const end = offsetOf(starts, code, loc.line, endCol);
-    return makeDiagnostic(starts, start, end, error.text);
+    const diagnostic = makeDiagnostic(starts, start, end, error.text);
+    const related = (error.notes ?? []).filter((note) => note.location).slice(0, MAX_RELATED).map((note) => {
+      const at = note.location;
+      const noteStart = offsetOf(starts, code, at.line, utf8ColumnToUtf16(at.lineText, at.column));
+      const noteEnd = offsetOf(starts, code, at.line, utf8ColumnToUtf16(at.lineText, at.column + at.length));
+      return { start: noteStart, end: Math.max(noteEnd, noteStart) };
+    });
+    // where the parser's note points: the opening tag a mismatched closing tag fails to match
+    if (related.length) diagnostic.related = related;
+    return diagnostic;
   });
 }
+
+const MAX_RELATED = 4;
