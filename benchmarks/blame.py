@@ -52,6 +52,7 @@ SIGNALS: dict[str, tuple[str, Window]] = {
     "first error, 1 line": ("first_error", Window(1, "lines")),
     "first error, 2 lines": ("first_error", Window(2, "lines")),
     "all errors, 1 line (retired window)": ("all_errors", Window(1, "lines")),
+    "first cause, 3 tokens (the note's opening tag)": ("first_cause", Window(3, "tokens")),
     "propagate (first parse error on)": ("propagate", Window(3, "tokens")),
     "suffix (first diagnostic on)": ("suffix", Window(3, "tokens")),
     "oracle (diff to reference)": ("oracle", Window(3, "tokens")),
