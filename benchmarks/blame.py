@@ -45,14 +45,14 @@ from trainer.tasks import arith, react
 from trainer.tasks.react_corruptions import CORRUPTIONS
 
 SIGNALS: dict[str, tuple[str, Window]] = {
-    "first error, 3 tokens (default)": ("first_error", Window(3, "tokens")),
+    "first error, 3 tokens": ("first_error", Window(3, "tokens")),
     "first error, 0 tokens": ("first_error", Window(0, "tokens")),
     "first error, 1 token": ("first_error", Window(1, "tokens")),
     "first error, 5 tokens": ("first_error", Window(5, "tokens")),
     "first error, 1 line": ("first_error", Window(1, "lines")),
     "first error, 2 lines": ("first_error", Window(2, "lines")),
     "all errors, 1 line (retired window)": ("all_errors", Window(1, "lines")),
-    "first cause, 3 tokens (the note's opening tag)": ("first_cause", Window(3, "tokens")),
+    "first cause, 3 tokens (default)": ("first_cause", Window(3, "tokens")),
     "propagate (first parse error on)": ("propagate", Window(3, "tokens")),
     "suffix (first diagnostic on)": ("suffix", Window(3, "tokens")),
     "oracle (diff to reference)": ("oracle", Window(3, "tokens")),

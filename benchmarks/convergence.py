@@ -147,7 +147,9 @@ def _ablations(specific: tuple) -> tuple:
 
 
 SETTINGS: dict[str, Setting] = {
-    "react": Setting(react_setup, {"level": "build", "spec_weight": 0.5}, 320, _ablations((
+    # the local signal pinned to the one both studies ran (the server's default has since become
+    # first_cause, a row of its own), so a change of defaults never changes what a row means
+    "react": Setting(react_setup, {"level": "build", "spec_weight": 0.5, "local": "first_error"}, 320, _ablations((
         ("bot_grpo oracle", "bot_grpo", {"local": "oracle"}, {}),
         ("bot_grpo first_cause", "bot_grpo", {"local": "first_cause"}, {}),
     )) + (("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"aggregation": "seq-mean-token-mean"}),)),

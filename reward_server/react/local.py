@@ -4,18 +4,21 @@ A local signal is a list of character spans of the completion with ``l = -1`` (t
 layer, :mod:`reward_server.composition`, weighs it against the outcome). Registry
 :data:`LOCAL_SIGNALS`, chosen by the ``local`` option of the ``react`` scorer:
 
-``first_error`` (default)
+``first_cause`` (default)
     A parser's first error is where the prefix stops being completable; what it reports after
     that is mostly the cascade of that one mistake. So only the first *parse* diagnostic is
     blamed, with a window reaching back before it (compilers report after the true mistake:
-    ``className="x"Back</p>`` is reported at ``</``). Diagnostics that do not cascade (a
-    forbidden import, a type error) are independent findings and each is blamed in its window.
-``first_cause``
-    ``first_error``, with a parse error blamed at the construct its compiler note names (the
-    opening tag a mismatched closing tag fails to match) instead of where it was noticed. In
-    the warm start of the convergence replication two thirds of the failing completions' first
-    errors were mismatched closing tags, reported at the component's outer close: blaming that
-    pushes down closing the component.
+    ``className="x"Back</p>`` is reported at ``</``), and where the compiler's note names an
+    earlier construct (the opening tag a mismatched closing tag fails to match) the window is
+    there instead of at the report. Diagnostics that do not cascade (a forbidden import, a type
+    error) are independent findings and each is blamed in its window. Why the note: a
+    mismatched closing tag is reported at the component's outer close; in the convergence
+    replication's warm start two thirds of the failures' first errors were of that kind, and
+    blaming the close taught the policy not to close its component (completions grew to the
+    length cap, then collapsed: docs/results/convergence/replication).
+``first_error``
+    The first parse error's window at the report, plus each non-cascading diagnostic's (the
+    default until the replication).
 ``all_errors``
     Every diagnostic in its window (the blame of the retired ``window`` scheme).
 ``propagate``

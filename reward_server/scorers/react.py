@@ -57,7 +57,7 @@ class ReactOptions(RecipeOptions, rr.RenderOptions):
     level: Literal["syntax", "build", "typecheck", "render"] = Field(
         "build", description="how far to check: compile (syntax, build, typecheck) or build and render")
     spec_weight: float = Field(0.5, ge=0, le=1, description="weight of the spec check in the outcome where a rollout has a spec")
-    local: str = Field("first_error", description=f"local signal, one of {sorted(LOCAL_SIGNALS)}")
+    local: str = Field("first_cause", description=f"local signal, one of {sorted(LOCAL_SIGNALS)}")
     window: int = Field(3, ge=0, le=20, description="how far blame reaches back before a reported error")
     window_unit: Literal["tokens", "lines"] = Field("tokens", description="unit of `window`: the code's lexical tokens or lines")
     scheme: Optional[Literal["window", "uniform"]] = Field(
