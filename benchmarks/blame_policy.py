@@ -9,9 +9,9 @@ blamed throughout): the share blamed on the component's **last closing tag or af
 outer close), the share of the code blamed, and the commonest first errors.
 
 Why it matters: a mismatched closing tag is reported where the parser notices it, the outer
-close, not at the tag left open. A signal that blames the close tells the policy, in every
-group whose rollouts all fail, not to close its component, and its completions grow to the
-length cap (the convergence replication, docs/results/convergence/replication).
+close, not at the tag left open. A signal that blames the close pushes down closing the
+component, and in a group whose rollouts all fail that is the only gradient there is (the
+convergence replication, docs/results/convergence/replication).
 """
 from __future__ import annotations
 

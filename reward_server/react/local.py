@@ -13,9 +13,10 @@ layer, :mod:`reward_server.composition`, weighs it against the outcome). Registr
     there instead of at the report. Diagnostics that do not cascade (a forbidden import, a type
     error) are independent findings and each is blamed in its window. Why the note: a
     mismatched closing tag is reported at the component's outer close; in the convergence
-    replication's warm start two thirds of the failures' first errors were of that kind, and
-    blaming the close taught the policy not to close its component (completions grew to the
-    length cap, then collapsed: docs/results/convergence/replication).
+    replication's warm start two thirds of the failures' first errors were of that kind, so
+    the report's window pushed down the tokens that close a component, the only gradient a
+    group whose rollouts all fail gets. With it one replication seed of five collapsed, with
+    the note's window none (docs/results/convergence/replication).
 ``first_error``
     The first parse error's window at the report, plus each non-cascading diagnostic's (the
     default until the replication).
@@ -159,8 +160,8 @@ def first_error(outcome: CompileOutcome, window: Window, reference: Optional[str
 def first_cause(outcome: CompileOutcome, window: Window, reference: Optional[str] = None) -> list[SpanScore]:
     """:func:`first_error`, but a parse error whose compiler note names an earlier construct (the
     opening tag a closing tag fails to match) is blamed there rather than where it was noticed:
-    a mismatched closing tag is reported at the component's outer close, and blaming that tells
-    the policy not to close its component."""
+    a mismatched closing tag is reported at the component's outer close, and blaming that pushes
+    down closing it."""
     return _first_parse_error(outcome, window, at_cause=True)
 
 
