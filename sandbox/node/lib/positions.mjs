@@ -52,6 +52,8 @@ export function makeDiagnostic(starts, start, end, message) {
   };
 }
 
+const MAX_RELATED = 4; // notes kept per diagnostic (the Python side keeps as many)
+
 /** Convert esbuild `Message` objects (errors) into protocol diagnostics. */
 export function esbuildErrorsToDiagnostics(errors, code) {
   const starts = lineStarts(code);
@@ -74,5 +76,3 @@ export function esbuildErrorsToDiagnostics(errors, code) {
     return diagnostic;
   });
 }
-
-const MAX_RELATED = 4;
