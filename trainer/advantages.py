@@ -171,7 +171,7 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
 
     With the bag's mean, the unblamed tokens of a group whose rollouts all fail sit above the
     mean (the blamed ones pull it down) and get positive advantages, the more so the longer the
-    rollout; with the outcome baseline they get exactly 0 and only blamed tokens move (down).
+    rollout; with the outcome baseline they get 0 and only blamed tokens move (down).
     The same as the bag when every rollout's tokens share one reward (w_s = 0).
     """
     if baseline not in ("bag", "outcome"):
@@ -202,10 +202,9 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     n, centred, between = _group_stats(first.squeeze(1).double() + mean_shift, has_tokens, groups)
     sigma = _safe_div(groups.gather(groups.sum(torch.where(has_tokens, within, 0.0))) + between, n).sqrt()
     scale = _safe_div(torch.ones_like(sigma), sigma.clamp_min(min_std) + eps)
-    if baseline == "outcome":
-        level = torch.where(mask, x, -math.inf).amax(dim=1).double()  # O_i - c_i
-        level = torch.where(has_tokens, level, 0.0)
-        centred = _group_stats(first.squeeze(1).double() + level, has_tokens, groups)[1]  # O_i - mean_g O
+    if baseline == "outcome":  # the same offset with mean_g O in place of mu_g
+        level = torch.where(has_tokens, torch.where(mask, x, -math.inf).amax(dim=1).double(), 0.0)  # O_i - c_i
+        centred = _group_stats(first.squeeze(1).double() + level, has_tokens, groups)[1]          # O_i - mean_g O
         mean_shift = level
     offset = (centred - mean_shift) * scale                           # (c_i - mu_g) / (sigma_g + eps)
     # A_it = x_it * scale_i + offset_i * mask_it, in place on x (fresh (B, T) buffers cost page faults)
