@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import time
@@ -44,6 +43,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
+
+from benchmarks.failures import REACT_LEVELS, math_failure, react_failure
+from benchmarks.heat import heat_html, heat_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "runs" / "smollm2"
@@ -151,9 +153,6 @@ def sample(args) -> None:
 
 # ------------------------------------------------------------------------------------------ score
 
-REACT_LEVELS = ("build", "typecheck", "render")
-
-
 def _wire(sample: dict) -> dict:
     return {"id": sample["id"], "prompt": sample["prompt"], "completion": sample["completion"],
             "token_offsets": sample["token_offsets"], "reference": sample["reference"],
@@ -189,71 +188,6 @@ def score_samples(samples: list[dict]) -> list[dict]:
             sample.setdefault("scored", {})["math"] = _keep(result)
     return samples
 
-
-_QUOTED = re.compile(r'"[^"\n]*"|\'[^\'\n]*\'|`[^`\n]*`')
-
-
-def normalise(message: str) -> str:
-    """A diagnostic without its particulars: quoted text and numbers replaced, first line only."""
-    text = _QUOTED.sub("…", (message or "").splitlines()[0] if message else "")
-    return re.sub(r"\b\d+\b", "N", text).strip()[:90]
-
-
-def _fatal_kind(reason: str) -> Optional[str]:
-    if reason == "no code in the completion":
-        return "no code block"
-    if reason and reason.startswith("unterminated code block"):
-        return "truncated inside the code block"
-    if reason in ("compiler timed out", "compiler crashed"):
-        return reason
-    return None
-
-
-def react_failure(sample: dict) -> Optional[dict]:
-    """Where and why a React completion fails: the first level (build, typecheck, render) it fails
-    at, else the spec; None when it passes every level and the spec."""
-    for level in REACT_LEVELS:
-        r = sample["scored"][level]
-        if r["error"]:
-            return {"level": level, "kind": "unscored: " + r["error"][:60], "reason": r["error"]}
-        if r["passed"]:
-            continue
-        fatal = _fatal_kind(r["reason"])
-        if fatal:
-            return {"level": level, "kind": fatal, "reason": r["reason"]}
-        if level == "render" and r["render"] and r["render"].get("status") not in (None, "not_built"):
-            status = r["render"]["status"]
-            detail = normalise(r["render"].get("message") or "") if status == "error" else ""
-            return {"level": level, "kind": f"render {status}" + (f": {detail}" if detail else ""),
-                    "reason": r["reason"], "first_error": r["render"].get("message")}
-        first = r["errors"][0]["message"] if r["errors"] else r["reason"]
-        return {"level": level, "kind": f"{level}: {normalise(first)}", "reason": r["reason"], "first_error": first}
-    last = sample["scored"][REACT_LEVELS[-1]]
-    if last["spec_passed"] is False:
-        violation = last["spec_violations"][0] if last["spec_violations"] else "spec"
-        return {"level": "spec", "kind": f"spec: {normalise(violation)}", "reason": "; ".join(last["spec_violations"])}
-    return None
-
-
-def math_failure(sample: dict) -> Optional[dict]:
-    r = sample["scored"]["math"]
-    if r["error"]:
-        return {"level": "math", "kind": "unscored: " + r["error"][:60], "reason": r["error"]}
-    if r["passed"]:
-        return None
-    wrong = [s for s in r["steps"] or [] if s["ok"] is False]
-    if r["reason"] == "no final answer found":
-        kind = "no final answer"
-    elif wrong:
-        kind = "wrong answer after a wrong step"
-    elif any(s["ok"] for s in r["steps"] or []):
-        kind = "wrong answer, every checked step right"
-    else:
-        kind = "wrong answer, no checkable step"
-    if sample["truncated"]:
-        kind += " (truncated)"
-    return {"level": "math", "kind": kind, "reason": r["reason"], "answer": r["answer"],
-            "first_error": wrong[0]["text"] if wrong else None}
 
 
 def _rate(values) -> Optional[float]:
@@ -319,66 +253,6 @@ def corpus_rows(samples: list[dict]) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------------------- heat
-
-def char_heat(completion: str, offsets: list, scores: list[float]) -> list[Optional[float]]:
-    heat: list[Optional[float]] = [None] * len(completion)
-    for (start, end), value in zip(offsets, scores):
-        for i in range(start, end):
-            heat[i] = value
-    return heat
-
-
-def heat_lines(sample: dict, level: str, max_lines: int = 28) -> str:
-    """The completion line by line: each line's lowest token score, and the blamed text marked
-    with ⟦ ⟧ (characters scored below the rollout's highest token score)."""
-    r = sample["scored"][level]
-    heat = char_heat(sample["completion"], sample["token_offsets"], r["token_scores"])
-    top = max(r["token_scores"]) if r["token_scores"] else 0.0
-    out, pos = [], 0
-    for n, line in enumerate(sample["completion"].split("\n")):
-        values = [v for v in heat[pos:pos + len(line) + 1] if v is not None]
-        marked, inside = [], False
-        for i, ch in enumerate(line):
-            v = heat[pos + i]
-            low = v is not None and v < top - 1e-6
-            if low and not inside:
-                marked.append("⟦")
-            if not low and inside:
-                marked.append("⟧")
-            inside = low
-            marked.append(ch)
-        if inside:
-            marked.append("⟧")
-        if n < max_lines:
-            out.append(f"{min(values) if values else float('nan'):+.2f}  {''.join(marked)}")
-        pos += len(line) + 1
-    lines = sample["completion"].count("\n") + 1
-    if lines > max_lines:
-        out.append(f"       … {lines - max_lines} more lines")
-    return "\n".join(out)
-
-
-def heat_html(examples: list[tuple[dict, str, str]]) -> str:
-    import html
-
-    parts = ["<!doctype html><meta charset='utf-8'><title>SmolLM2-135M-Instruct: per-token heat</title>",
-             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}pre{white-space:pre-wrap;"
-             "line-height:1.5;border:1px solid #ccc;padding:.6em}</style>",
-             "<h1>SmolLM2-135M-Instruct: per-token rewards</h1><p>Each token's background is its score "
-             "(red: low, green: high), as the reward server sends it to the trainer. Generated by "
-             "<code>python -m benchmarks.real_model score</code>.</p>"]
-    for sample, level, title in examples:
-        r = sample["scored"][level]
-        lo, hi = min(r["token_scores"]), max(r["token_scores"])
-        parts.append(f"<h2>{html.escape(title)}</h2><p><b>prompt:</b> {html.escape(sample['prompt'])}<br>"
-                     f"<b>level:</b> {level}, outcome {r['score']:+.2f}, {html.escape(str(r['reason']))}</p><pre>")
-        for (start, end), value in zip(sample["token_offsets"], r["token_scores"]):
-            shade = 0.5 if hi == lo else (value - lo) / (hi - lo)
-            colour = f"rgb({int(255 - 90 * shade)},{int(165 + 90 * shade)},170)"
-            parts.append(f"<span style='background:{colour}' title='{value:+.3f}'>"
-                         f"{html.escape(sample['completion'][start:end])}</span>")
-        parts.append("</pre>")
-    return "".join(parts)
 
 
 def pick_heat_examples(samples: list[dict], per_kind: int = 1, limit: int = 6) -> list[tuple[dict, str, str]]:
