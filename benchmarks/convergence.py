@@ -58,14 +58,19 @@ class Budget:
     eval_every: int
     eval_prompts: int
     threshold: dict[str, float]
-    sft_steps: int
+    sft_steps: int          # React's warm start
+    arith_sft_steps: int    # arithmetic's
     ablations: bool = True
 
 
 # 1261: the steps the first study's warm start ran before its (since removed) 1,800 s cap.
-FULL = Budget(seeds=5, steps=50, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.8}, sft_steps=1261)
-QUICK = Budget(seeds=1, steps=10, eval_every=5, eval_prompts=64, threshold={"react": 0.8, "math": 0.8}, sft_steps=300,
-               ablations=False)
+# Arithmetic: 2,522 steps gave 13% (first study) and 24% (a rerun); 5,000 gave 35%, in the
+# 30-50% band where groups of 4 hold both right and wrong answers, and 60% is then the
+# threshold (set before any run from it: 80% is out of reach in 50 steps).
+FULL = Budget(seeds=5, steps=50, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.6},
+              sft_steps=1261, arith_sft_steps=5000)
+QUICK = Budget(seeds=1, steps=10, eval_every=5, eval_prompts=64, threshold={"react": 0.8, "math": 0.6},
+               sft_steps=300, arith_sft_steps=600, ablations=False)
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,7 @@ def math_setup(root: Path, budget: Budget) -> dict[str, str]:
     tiny policy warm-started on worked solutions, 40% of them with a wrong step or answer."""
     from trainer.sft import build_tiny_policy, sft
 
-    steps = 2 * budget.sft_steps  # short sequences: twice React's steps cost less
+    steps = budget.arith_sft_steps
     warm = root / "math" / f"warm-{steps}"
     paths = {"model": str(warm / "model"), "dataset": str(root / "math" / "train.jsonl"),
              "eval_dataset": str(root / "math" / "eval.jsonl")}
