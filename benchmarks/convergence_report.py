@@ -72,7 +72,8 @@ def per_run(record: Record, threshold: float, budget: int, every: int) -> dict[s
             "auc": area_under_curve(evals), "final": evals[-1]["pass_rate"],
             "final_spec": spec[-1]["spec_rate"] if spec else None,
             "below_start": evals[-1]["pass_rate"] < evals[0]["pass_rate"],
-            "peak_length": max(record["lengths"]) if record.get("lengths") else None}
+            "peak_length": max(record["lengths"]) if record.get("lengths") else None,
+            "final_length": record["lengths"][-1] if record.get("lengths") else None}
 
 
 def summarise(records: Sequence[Record], threshold: float, budget: int, every: int) -> dict[str, Any]:
@@ -80,7 +81,7 @@ def summarise(records: Sequence[Record], threshold: float, budget: int, every: i
     runs = [per_run(r, threshold, budget, every) for r in records]
     out: dict[str, Any] = {"seeds": len(runs), "reached": sum(r["steps"] is not None for r in runs),
                            "below_start": sum(r["below_start"] for r in runs)}
-    for key in ("steps_censored", "auc", "final", "final_spec", "peak_length"):
+    for key in ("steps_censored", "auc", "final", "final_spec", "peak_length", "final_length"):
         values = [r[key] for r in runs if r[key] is not None]
         out[key] = bootstrap_ci(values) if values else None
     return out
@@ -97,17 +98,19 @@ def _fmt(ci: Optional[tuple[float, float, float]], digits: int = 3) -> str:
 
 def table(groups: dict[str, Sequence[Record]], threshold: float, budget: int, every: int) -> str:
     """Markdown: one row per label, means with 95% bootstrap intervals over seeds. "Ends below its
-    start": seeds whose final pass rate is under their step-0 one (a collapse); "peak length": the
-    largest per-step mean completion length (tokens), where the records have it."""
+    start": seeds whose final pass rate is under their step-0 one (a collapse); "peak length" and
+    "final length": the largest and the last per-step mean completion length (tokens), where the
+    records have them (a run that ends far below the shortest reference answer compiles
+    fragments, not what the prompt asked for)."""
     lengths = any(r.get("lengths") for records in groups.values() for r in records)
     rows = [f"| run | seeds reaching {threshold:.0%} | steps to {threshold:.0%} (censored at {budget + every}) | "
             "area under pass curve | final pass | final pass & spec | ends below its start |"
-            + (" peak length |" if lengths else ""), "| --- " * (7 + lengths) + "|"]
+            + (" peak length | final length |" if lengths else ""), "| --- " * (7 + 2 * lengths) + "|"]
     for label, records in groups.items():
         s = summarise(records, threshold, budget, every)
         rows.append(f"| {label} | {s['reached']}/{s['seeds']} | {_fmt(s['steps_censored'], 1)} | {_fmt(s['auc'])} | "
                     f"{_fmt(s['final'])} | {_fmt(s['final_spec'])} | {s['below_start']}/{s['seeds']} |"
-                    + (f" {_fmt(s['peak_length'], 0)} |" if lengths else ""))
+                    + (f" {_fmt(s['peak_length'], 0)} | {_fmt(s['final_length'], 0)} |" if lengths else ""))
     return "\n".join(rows)
 
 

@@ -93,10 +93,11 @@ def test_runs_from_another_warm_start_are_foreign():
     assert foreign_runs(records[:1], {"react": "aa", "math": "cc"}) == []
 
 
-def test_table_counts_collapses_and_peak_lengths():
-    """A seed that ends under its start counts as a collapse; the peak is the largest step mean."""
-    rising = {"evals": curve((0, 0.2), (5, 0.9)), "lengths": [100.0, 120.0]}
-    falling = {"evals": curve((0, 0.2), (5, 0.0)), "lengths": [100.0, 300.0]}
+def test_table_counts_collapses_and_peak_and_final_lengths():
+    """A seed that ends under its start counts as a collapse; the peak is the largest step mean,
+    the final length the last one."""
+    rising = {"evals": curve((0, 0.2), (5, 0.9)), "lengths": [100.0, 120.0, 20.0]}
+    falling = {"evals": curve((0, 0.2), (5, 0.0)), "lengths": [100.0, 300.0, 60.0]}
     row = r.table({"bot_grpo": [rising, falling]}, 0.8, 5, 5).splitlines()[-1]
-    assert row.startswith("| bot_grpo | 1/2 |") and "| 1/2 | 210 [120, 300] |" in row
+    assert row.startswith("| bot_grpo | 1/2 |") and row.endswith("| 1/2 | 210 [120, 300] | 40 [20, 60] |")
     assert "peak length" not in r.table({"grpo": [{"evals": curve((0, 0.2), (5, 0.9))}]}, 0.8, 5, 5)

@@ -167,11 +167,13 @@ def sft(model_dir: str | Path, pairs: Sequence[tuple[str, str]], *, max_seconds:
 
 @torch.no_grad()
 def sample_completions(model_dir: str | Path, prompts: Sequence[str], *, max_new_tokens: int = 200,
-                       temperature: float = 1.0, batch_size: int = 64, seed: int = 0) -> list[str]:
-    """One sampled completion per prompt (pure sampling: no top-k/top-p, as RL samples)."""
+                       temperature: float = 1.0, batch_size: int = 64, seed: int = 0,
+                       threads: int | None = None) -> list[str]:
+    """One sampled completion per prompt (pure sampling: no top-k/top-p, as RL samples), on
+    ``threads`` torch threads (default: every core)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(threads or os.cpu_count() or 1)
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
