@@ -271,6 +271,8 @@ def write_report(root: Path, budget: Budget, command: str) -> str:
                   report.table(groups, threshold, budget.steps, budget.eval_every), ""]
         ratios = {label: _speedup(groups, label, threshold, budget) for label in labels if label != "grpo"}
         ratios = {label: ratio for label, ratio in ratios.items() if ratio is not None}
+        if not ratios and "grpo" in groups:
+            parts += [f"No run reaches {threshold:.0%}: no ratio of steps to it.", ""]
         if ratios:
             parts += [f"GRPO's steps to {threshold:.0%} over each row's (> 1: the row gets there sooner; "
                       "95% bootstrap interval; a run that never gets there counts as one eval past the budget):", ""]
@@ -292,8 +294,11 @@ def write_report(root: Path, budget: Budget, command: str) -> str:
 
 
 def _speedup(groups, label: str, threshold: float, budget: Budget) -> Optional[tuple[float, float, float]]:
-    """GRPO's steps to the threshold over ``label``'s, with its interval (censored runs included)."""
+    """GRPO's steps to the threshold over ``label``'s, with its interval (censored runs included);
+    None where no run of either reaches it (a ratio of two censored budgets is no tie)."""
     if "grpo" not in groups or label not in groups:
+        return None
+    if all(report.steps_to_threshold(r["evals"], threshold) is None for m in ("grpo", label) for r in groups[m]):
         return None
     steps = {m: [report.censored_steps(r["evals"], threshold, budget.steps, budget.eval_every) for r in groups[m]]
              for m in ("grpo", label)}

@@ -101,3 +101,20 @@ def test_table_counts_collapses_and_peak_and_final_lengths():
     row = r.table({"bot_grpo": [rising, falling]}, 0.8, 5, 5).splitlines()[-1]
     assert row.startswith("| bot_grpo | 1/2 |") and row.endswith("| 1/2 | 210 [120, 300] | 40 [20, 60] |")
     assert "peak length" not in r.table({"grpo": [{"evals": curve((0, 0.2), (5, 0.9))}]}, 0.8, 5, 5)
+
+
+def test_no_ratio_where_no_run_reaches_the_threshold(tmp_path):
+    """Two rows that both stay under the threshold are not a 1.00x tie: the report says no run got there."""
+    import json
+
+    from benchmarks.convergence import Run, write_report
+    (tmp_path / "runs").mkdir()
+    for seed in range(2):
+        for label in ("grpo", "bot_grpo"):
+            run = Run("math", label, label, seed)
+            record = {"task": "math", "label": label, "method": label, "seed": seed, "key": run.key, "seconds": 1.0,
+                      "commit": "abc", "evals": curve((0, 0.3), (25, 0.35), (50, 0.3))}
+            (tmp_path / "runs" / f"{run.key}.json").write_text(json.dumps(record))
+    text = write_report(tmp_path, FULL, "python -m benchmarks.convergence")
+    assert "No run reaches 60%" in text and "1.00x" not in text
+    assert json.loads((tmp_path / "results.json").read_text())["summary"]["math"]["grpo_steps_over"] == {}
