@@ -64,8 +64,8 @@ class Budget:
 
 
 # 1261: the steps the first study's warm start ran before its (since removed) 1,800 s cap.
-# Arithmetic: 2,522 steps gave 13% (first study) and 24% (a rerun); 5,000 gave 35%, in the
-# 30-50% band where groups of 4 hold both right and wrong answers, and 60% is then the
+# Arithmetic: 2,522 steps gave the first study 13% held-out; 5,000 give the replication 32.4%,
+# in the 30-50% band where most groups of 4 hold a right and a wrong answer, and 60% is the
 # threshold (set before any run from it: 80% is out of reach in 50 steps).
 FULL = Budget(seeds=5, steps=50, eval_every=5, eval_prompts=256, threshold={"react": 0.8, "math": 0.6},
               sft_steps=1261, arith_sft_steps=5000)

@@ -100,8 +100,8 @@ def table(groups: dict[str, Sequence[Record]], threshold: float, budget: int, ev
     """Markdown: one row per label, means with 95% bootstrap intervals over seeds. "Ends below its
     start": seeds whose final pass rate is under their step-0 one (a collapse); "peak length" and
     "final length": the largest and the last per-step mean completion length (tokens), where the
-    records have them (a run that ends far below the shortest reference answer compiles
-    fragments, not what the prompt asked for)."""
+    records have them (a run that ends far below the shortest reference answer may be compiling
+    fragments rather than components: benchmarks/what_compiles.py tells)."""
     lengths = any(r.get("lengths") for records in groups.values() for r in records)
     rows = [f"| run | seeds reaching {threshold:.0%} | steps to {threshold:.0%} (censored at {budget + every}) | "
             "area under pass curve | final pass | final pass & spec | ends below its start |"
