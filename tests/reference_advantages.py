@@ -3,6 +3,7 @@
 Written straight from the formulas with loops and float64, independent of the vectorised
 implementation, so the tests compare two derivations rather than one code path twice.
 """
+import functools
 import math
 
 import torch
@@ -39,7 +40,7 @@ def _fill(r, mask, per_rollout_tokens):
     return out
 
 
-def naive_bot_grpo(r, mask, group_ids, seq_rewards=None, eps=1e-6, use_reward_to_go=False):
+def naive_bot_grpo(r, mask, group_ids, seq_rewards=None, eps=1e-6, use_reward_to_go=False, min_std=0.0):
     toks = {i: _tokens(r, mask, i) for i in range(r.shape[0])}
     if use_reward_to_go:
         toks = {i: [sum(v[t:]) for t in range(len(v))] for i, v in toks.items()}
@@ -52,7 +53,7 @@ def naive_bot_grpo(r, mask, group_ids, seq_rewards=None, eps=1e-6, use_reward_to
         mu = sum(w * x for x, w in bag) / W
         sigma = math.sqrt(sum(w * (x - mu) ** 2 for x, w in bag) / W)
         for i in rows:
-            result[i] = [(x - mu) / (sigma + eps) if sigma > 1e-12 else 0.0 for x in toks[i]]
+            result[i] = [(x - mu) / (max(sigma, min_std) + eps) if sigma > 1e-12 else 0.0 for x in toks[i]]
     return _fill(r, mask, result)
 
 
@@ -112,7 +113,8 @@ def naive_pure(r, mask, group_ids, seq_rewards=None, temperature=0.1):
 
 
 NAIVE = {
-    "bot_grpo": naive_bot_grpo,
+    "bot_grpo": functools.partial(naive_bot_grpo, min_std=0.5),   # the registry's default bound
+    "bot_grpo_paper": naive_bot_grpo,
     "grpo": _sequence_estimator(_grpo),
     "dr_grpo": _sequence_estimator(_dr_grpo),
     "rloo": _sequence_estimator(_rloo),

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from tests.reference_advantages import NAIVE
-from trainer.advantages import ESTIMATORS, compute_advantages, reward_to_go, softmin_to_go
+from trainer.advantages import ESTIMATORS, RECOMMENDED_MIN_STD, compute_advantages, reward_to_go, softmin_to_go
 
 
 def batch(rows, groups, dtype=torch.float32):
@@ -34,7 +34,7 @@ def test_bot_grpo_hand_computed():
     # weights: rollout 0's tokens 1/2 each, rollout 1's token 1; sum of weights 2.
     # mu = (0.5*1 + 0.5*0 + 1*1)/2 = 0.75; var = (0.5*0.25^2 + 0.5*0.75^2 + 0.25^2)/2 = 0.1875
     r, m, g = batch([[1.0, 0.0], [1.0]], [0, 0])
-    adv = compute_advantages("bot_grpo", r, m, g, eps=0.0)
+    adv = compute_advantages("bot_grpo_paper", r, m, g, eps=0.0)
     sigma = math.sqrt(0.1875)
     assert valid(adv, m) == pytest.approx(flat([[0.25 / sigma, -0.75 / sigma], [0.25 / sigma]]), abs=1e-6)
 
@@ -204,7 +204,7 @@ def batches(draw, max_rollouts=12, max_len=9):
     return batch(rows, groups)
 
 
-ESTIMATOR_OPTIONS = [("bot_grpo", {}), ("bot_grpo", {"use_reward_to_go": True}), ("grpo", {}),
+ESTIMATOR_OPTIONS = [("bot_grpo", {}), ("bot_grpo_paper", {}), ("bot_grpo_paper", {"use_reward_to_go": True}), ("grpo", {}),
                      ("dr_grpo", {}), ("rloo", {}), ("pure", {"temperature": 0.0}), ("pure", {"temperature": 0.5})]
 
 
@@ -257,7 +257,7 @@ def test_bot_grpo_reduces_to_grpo_with_population_std(data):
     r, m, g = data
     seq = torch.randn(r.shape[0])
     shared = torch.where(m, seq[:, None], 0.0)  # every token of a rollout carries its reward
-    got = compute_advantages("bot_grpo", shared, m, g, eps=1e-6)
+    got = compute_advantages("bot_grpo_paper", shared, m, g, eps=1e-6)
     has = m.any(1)
     want = torch.zeros_like(got)
     for gid in g.unique():
@@ -283,7 +283,7 @@ def test_bot_grpo_length_invariance(data, k):
 @given(data=batches())
 def test_bot_grpo_weighted_mean_zero_and_variance_one(data):
     r, m, g = data
-    adv = compute_advantages("bot_grpo", r, m, g, eps=0.0).double()
+    adv = compute_advantages("bot_grpo_paper", r, m, g, eps=0.0).double()
     lengths = m.sum(1).double()
     for gid in g.unique():
         rows = (g == gid) & (lengths > 0)
@@ -303,16 +303,27 @@ def test_bot_grpo_weighted_mean_zero_and_variance_one(data):
 
 def test_bot_grpo_min_std_bounds_the_amplification_of_a_group_whose_outcomes_agree():
     """Every rollout fails (outcome -1) and one token is blamed: the paper's estimator divides the
-    local nudge by its own tiny spread; min_std keeps it a nudge, and a mixed group is untouched."""
+    local nudge by its own tiny spread; the registry's bot_grpo (min_std 0.5) keeps it a nudge,
+    and a mixed group whose spread is above the bound is untouched."""
     fail = [-1.0] * 9 + [-1.5]
     r, m, g = batch([fail, [-1.0] * 10], [0, 0])
-    plain = compute_advantages("bot_grpo", r, m, g, eps=0.0)
+    plain = compute_advantages("bot_grpo_paper", r, m, g, eps=0.0)
     assert max(abs(a) for a in valid(plain, m)) > 4.0
-    floored = compute_advantages("bot_grpo", r, m, g, eps=0.0, min_std=0.5)
+    assert torch.equal(plain, compute_advantages("bot_grpo", r, m, g, eps=0.0, min_std=0.0))
+    floored = compute_advantages("bot_grpo", r, m, g, eps=0.0)
     mu = (sum(fail) / 10 + (-1.0)) / 2
-    assert float(floored[0, 9]) == pytest.approx((-1.5 - mu) / 0.5)
+    assert float(floored[0, 9]) == pytest.approx((-1.5 - mu) / RECOMMENDED_MIN_STD)
     r, m, g = batch([[1.0] * 4, [-1.0] * 3 + [-1.5]], [0, 0])
-    assert torch.equal(compute_advantages("bot_grpo", r, m, g, min_std=0.5), compute_advantages("bot_grpo", r, m, g))
+    assert torch.equal(compute_advantages("bot_grpo", r, m, g), compute_advantages("bot_grpo_paper", r, m, g))
+
+
+def test_min_std_also_shrinks_a_mixed_group_whose_spread_is_below_it():
+    """The bound is not only for all-fail groups: a pass that misses the spec (outcome 0) among
+    three fails (-1) has sigma = sqrt(3/16) = 0.433 < 0.5, so the passer gets 0.75 / 0.5 = 1.5
+    instead of the paper's 0.75 / 0.433 = 1.73."""
+    r, m, g = batch([[0.0] * 3, [-1.0] * 3, [-1.0] * 3, [-1.0] * 3], [0, 0, 0, 0])
+    assert float(compute_advantages("bot_grpo_paper", r, m, g, eps=0.0)[0, 0]) == pytest.approx(0.75 / math.sqrt(3 / 16))
+    assert float(compute_advantages("bot_grpo", r, m, g, eps=0.0)[0, 0]) == pytest.approx(0.75 / 0.5)
 
 
 # --------------------------------------------------------------------------- BoT-GRPO's outcome baseline

@@ -51,7 +51,7 @@ def test_zero_local_weight_reproduces_population_std_grpo(outcomes, length, data
     assert torch.equal(rewards, torch.tensor(outcomes, dtype=torch.float64)[:, None].expand(-1, length))
     mask = torch.ones_like(rewards, dtype=torch.bool)
     groups = torch.zeros(len(outcomes), dtype=torch.long)
-    bot = compute_advantages("bot_grpo", rewards, mask, groups)
+    bot = compute_advantages("bot_grpo_paper", rewards, mask, groups)
     R = torch.tensor(outcomes, dtype=torch.float64)
     std = (R - R.mean()).square().mean().sqrt()
     expected = torch.where(std > 0, (R - R.mean()) / (std + 1e-6), torch.zeros_like(R))
@@ -71,8 +71,8 @@ def test_bounds_are_a_wire_convention_for_bot_grpo(rollouts, w):
         for i, (R, local) in enumerate(rollouts):
             rewards[i, :len(local)] = torch.from_numpy(token_rewards(R, np.array(local), w, bounds))
             mask[i, :len(local)] = True
-        advantages.append(compute_advantages("bot_grpo", rewards, mask, torch.zeros(len(rollouts), dtype=torch.long),
-                                             eps=0.0))
+        advantages.append(compute_advantages("bot_grpo_paper", rewards, mask,
+                                             torch.zeros(len(rollouts), dtype=torch.long), eps=0.0))
     assert torch.allclose(advantages[0], advantages[1], atol=1e-9) and torch.allclose(advantages[0], advantages[2], atol=1e-9)
 
 

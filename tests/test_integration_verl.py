@@ -150,3 +150,26 @@ def test_register_puts_the_estimator_in_verls_registry():
     advantages, _ = core_algos.get_adv_estimator_fn("bot_grpo")(token_level_rewards=rewards, response_mask=mask,
                                                                  index=uids, config=None)
     torch.testing.assert_close(advantages, bot_grpo_advantage(rewards, mask, uids)[0])
+
+
+def test_options_come_from_verls_algorithm_config_section():
+    """``+algorithm.bot_grpo.min_std=0`` on verl's command line reaches the estimator as the
+    ``bot_grpo`` section of the config verl hands it; bound options win over it."""
+    rewards, mask, uids = verl_batch(seed=8)
+    groups = torch.arange(12) // 4
+    from_config, _ = bot_grpo_advantage(rewards, mask, uids, config={"adv_estimator": "bot_grpo",
+                                                                     "bot_grpo": {"min_std": 0.0}})
+    torch.testing.assert_close(from_config, compute_advantages("bot_grpo_paper", rewards, mask.bool(), groups))
+    bound, _ = bot_grpo_advantage(rewards, mask, uids, config={"bot_grpo": {"min_std": 0.0}}, options={"min_std": 2.0})
+    torch.testing.assert_close(bound, compute_advantages("bot_grpo", rewards, mask.bool(), groups, min_std=2.0))
+    with pytest.raises(ValueError, match="takes no option 'min_sd'"):
+        bot_grpo_advantage(rewards, mask, uids, config={"bot_grpo": {"min_sd": 0.0}})
+    with pytest.raises(ValueError, match="must be a mapping"):
+        bot_grpo_advantage(rewards, mask, uids, config={"bot_grpo": 0.5})
+
+
+def test_the_paper_estimator_is_its_own_name():
+    rewards, mask, uids = verl_batch(seed=9)
+    paper, _ = bot_grpo_advantage(rewards, mask, uids, estimator="bot_grpo_paper")
+    torch.testing.assert_close(paper, compute_advantages("bot_grpo", rewards, mask.bool(), torch.arange(12) // 4,
+                                                         min_std=0.0))

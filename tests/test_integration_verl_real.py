@@ -61,6 +61,19 @@ def test_verls_compute_advantage_dispatches_to_bot_grpo():
     torch.testing.assert_close(v1.batch["advantages"], expected)
 
 
+def test_the_algorithm_config_section_configures_the_estimator_through_verl():
+    """What ``+algorithm.bot_grpo.min_std=0.0`` gives verl's trainers: the algorithm section is an
+    OmegaConf DictConfig, handed to the estimator as ``config``; and ``bot_grpo_paper`` is registered."""
+    rewards, mask = random_batch(seed=3)
+    config = OmegaConf.create({"adv_estimator": "bot_grpo", "gamma": 1.0, "lam": 1.0, "bot_grpo": {"min_std": 0.0}})
+    data = compute_advantage(dataproto(rewards, mask, 4), adv_estimator="bot_grpo", config=config)
+    paper = compute_advantages("bot_grpo_paper", rewards, mask.bool(), torch.arange(8) // 4)
+    torch.testing.assert_close(data.batch["advantages"], paper)
+    named = compute_advantage(dataproto(rewards, mask, 4), adv_estimator="bot_grpo_paper",
+                              config=AlgoConfig(adv_estimator="bot_grpo_paper"))
+    torch.testing.assert_close(named.batch["advantages"], paper)
+
+
 PROBE = ("import verl\n"
          "from verl.trainer.ppo.core_algos import get_adv_estimator_fn\n"
          "from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls\n"

@@ -145,9 +145,14 @@ def reward_to_go(token_rewards: Tensor, mask: Tensor) -> Tensor:
     return torch.where(mask, r.flip(1).cumsum(1).flip(1), 0.0)
 
 
+# The bound on BoT-GRPO's normalisation that the project recommends (in reward units): the
+# registry's ``bot_grpo`` uses it unless told otherwise; ``bot_grpo_paper`` is the unbounded form.
+RECOMMENDED_MIN_STD = 0.5
+
+
 @register("bot_grpo")
 def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
-             *, eps: float = 1e-6, use_reward_to_go: bool = False, min_std: float = 0.0,
+             *, eps: float = 1e-6, use_reward_to_go: bool = False, min_std: float = RECOMMENDED_MIN_STD,
              baseline: str = "bag") -> Tensor:
     """BoT-GRPO: normalise every token against its group's length-weighted bag of tokens.
 
@@ -160,9 +165,13 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     With ``use_reward_to_go`` the bag holds ``G_it = sum_{s>=t} r_is`` instead of ``r_it``.
     ``seq_rewards`` is ignored: this estimator is defined on token rewards.
 
-    ``min_std`` (default 0: the paper's estimator) bounds how far the normalisation may amplify:
-    in a group whose outcomes all agree the bag's spread is the local signal's alone, and
-    dividing by it turns a small local nudge into advantages of several units.
+    ``min_std`` (default :data:`RECOMMENDED_MIN_STD`; 0 is the paper's estimator, registered as
+    ``bot_grpo_paper``) bounds how far the normalisation may amplify: in a group whose outcomes
+    all agree the bag's spread is the local signal's alone, and dividing by it turns a small
+    local nudge into advantages of several units. It is in the rewards' own units, so it is only
+    meaningful on rewards in the recipe's units (``trainer.rewards`` maps the server's bounded
+    wire scores back to them). It also touches mixed groups whose spread is below it: one pass
+    with outcome 0 (compiles, misses the spec) among three fails at -1 has sigma 0.43.
 
     ``baseline="outcome"`` centres on the group's mean *outcome level* instead of the bag's mean::
 
@@ -210,6 +219,15 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     # A_it = x_it * scale_i + offset_i * mask_it, in place on x (fresh (B, T) buffers cost page faults)
     out = x.mul_(scale.to(dtype)[:, None]).addcmul_(maskf, offset.to(dtype)[:, None])
     return out.to(token_rewards.dtype)
+
+
+@register("bot_grpo_paper")
+def bot_grpo_paper(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
+                   *, eps: float = 1e-6, use_reward_to_go: bool = False, baseline: str = "bag") -> Tensor:
+    """The paper's BoT-GRPO exactly: :func:`bot_grpo` with ``min_std = 0`` (no bound on the
+    normalisation: ``A_it = (r_it - mu_g) / (sigma_g + eps)``)."""
+    return bot_grpo(token_rewards, mask, group_ids, seq_rewards, eps=eps, use_reward_to_go=use_reward_to_go,
+                    min_std=0.0, baseline=baseline)
 
 
 # --------------------------------------------------------------------------- sequence-level

@@ -9,15 +9,18 @@ from trainer.algorithm import AlgorithmSettings
 
 PRESETS: dict[str, AlgorithmSettings] = {
     # Length-weighted bag of tokens over token rewards; PPO-clip; every token weighs the same. The
-    # bag's std is bounded below by 0.5: where a group's outcomes all agree the local signal alone
-    # sets the spread, and the paper's division by it collapsed the convergence study's runs
-    # (docs/results/convergence); a group with a pass among its failures has a spread above it.
-    "bot_grpo": AlgorithmSettings(estimator="bot_grpo", estimator_options={"min_std": 0.5}, policy_loss="ppo_clip",
-                                  aggregation="token-mean"),
+    # estimator's own default bounds the bag's std below by 0.5 (reward units): where a group's
+    # outcomes all agree the local signal alone sets the spread, and the paper's division by it
+    # collapsed the convergence study's runs (docs/results/convergence). The bound also shrinks
+    # the advantages of mixed groups whose spread is below it (docs/algorithms.md).
+    "bot_grpo": AlgorithmSettings(estimator="bot_grpo", policy_loss="ppo_clip", aggregation="token-mean"),
     # The paper's estimator exactly (no bound on the normalisation).
-    "bot_grpo_paper": AlgorithmSettings(estimator="bot_grpo", policy_loss="ppo_clip", aggregation="token-mean"),
+    "bot_grpo_paper": AlgorithmSettings(estimator="bot_grpo_paper", policy_loss="ppo_clip", aggregation="token-mean"),
     # Sequence reward, unbiased group std, per-sequence mean of token means (DeepSeekMath).
     "grpo": AlgorithmSettings(estimator="grpo", policy_loss="ppo_clip", aggregation="seq-mean-token-mean"),
+    # GRPO's estimator with BoT-GRPO's aggregation: the row that separates the estimator from the
+    # aggregation in a comparison (the two presets above differ in both).
+    "grpo_token_mean": AlgorithmSettings(estimator="grpo", policy_loss="ppo_clip", aggregation="token-mean"),
     # No std, token sum normalised by a constant (Liu et al., "Understanding R1-Zero").
     "dr_grpo": AlgorithmSettings(estimator="dr_grpo", policy_loss="ppo_clip", aggregation="seq-mean-token-sum-norm"),
     # Sequence-level ratio with GSPO's tiny clip range, sequence mean.

@@ -18,10 +18,12 @@ from rich.console import Console
 from rich.table import Table
 
 from trainer.demo import DemoSettings
+from trainer.presets import PRESETS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", default="bot_grpo", help="bot_grpo, bot_grpo_paper, grpo, dr_grpo, gspo, dapo, pure")
+    parser.add_argument("--method", default="bot_grpo", choices=sorted(PRESETS),
+                        help="method preset (default bot_grpo)")
     parser.add_argument("--out", default="runs/demo", help="output directory")
     for f in fields(DemoSettings):
         if f.name not in ("out_dir", "method") and f.type in ("int", "float"):

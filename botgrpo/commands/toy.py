@@ -20,7 +20,7 @@ ROLLOUTS = [  # (description, token rewards)
     ("error on last line", [-0.1] * 5 + [-1.0] * 3),
     ("truncated", [-1.0] * 10),
 ]
-ESTIMATORS = [("bot_grpo", {}), ("grpo", {}), ("dr_grpo", {}), ("rloo", {}), ("pure", {"temperature": 0.1})]
+ESTIMATORS = [("bot_grpo", {}), ("bot_grpo_paper", {}), ("grpo", {}), ("dr_grpo", {}), ("rloo", {}), ("pure", {"temperature": 0.1})]
 
 
 def toy_batch():
@@ -45,7 +45,7 @@ def show(console: Console, eps: float = 1e-6) -> None:
     table.add_column("tokens", justify="right")
     for name, _ in ESTIMATORS:
         table.add_column(name, justify="right")
-    results = {name: compute_advantages(name, rewards, mask, groups, **({"eps": eps} if name == "bot_grpo" else opts))
+    results = {name: compute_advantages(name, rewards, mask, groups, **({"eps": eps} if name.startswith("bot_grpo") else opts))
                for name, opts in ESTIMATORS}
     for i, (description, row) in enumerate(ROLLOUTS):
         table.add_row(description, str(len(row)), *(_cell(results[name][i][mask[i]]) for name, _ in ESTIMATORS))

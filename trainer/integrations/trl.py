@@ -89,16 +89,17 @@ class BoTGRPOTrainer(GRPOTrainer):
     with ``args.reward_weights``. A function may return ``None`` for a completion it cannot
     score; a completion no function scores gets zero advantage. ``reward_url`` and
     ``reward_task`` (with ``reward_options``, ``reward_api_key``) add a :class:`RewardServerTokens`.
-    ``advantage_options`` go to the BoT-GRPO estimator (``eps``, ``use_reward_to_go``,
-    ``min_std``); by default the ``bot_grpo`` preset's (``min_std: 0.5``), ``{}`` for the
-    paper's estimator exactly.
+    ``advantage_estimator`` is ``bot_grpo`` (the bounded form, as ``botgrpo train`` and verl use it)
+    or ``bot_grpo_paper`` (the paper's estimator exactly); ``advantage_options`` go to it (``eps``,
+    ``use_reward_to_go``, ``min_std``).
     Other arguments are ``GRPOTrainer``'s.
     """
 
     def __init__(self, model, reward_funcs: TokenRewardFunc | Sequence[TokenRewardFunc] | None = None, *,
                  reward_url: Optional[str] = None, reward_task: Optional[str] = None,
                  reward_options: Optional[dict[str, Any]] = None, reward_api_key: Optional[str] = None,
-                 advantage_options: Optional[dict[str, Any]] = None, **kwargs: Any):
+                 advantage_estimator: str = "bot_grpo", advantage_options: Optional[dict[str, Any]] = None,
+                 **kwargs: Any):
         funcs = list(reward_funcs) if isinstance(reward_funcs, (list, tuple)) else [reward_funcs] if reward_funcs else []
         if reward_url is not None:
             if reward_task is None:
@@ -113,10 +114,9 @@ class BoTGRPOTrainer(GRPOTrainer):
         for f in self.reward_funcs:
             if isinstance(f, RewardServerTokens) and f.tokenizer is None:
                 f.tokenizer = self._tokenizer
-        if advantage_options is None:
-            from trainer.presets import preset
-            advantage_options = preset("bot_grpo").estimator_options
-        self.advantage_options = dict(advantage_options)
+        if advantage_estimator not in ("bot_grpo", "bot_grpo_paper"):
+            raise ValueError(f"advantage_estimator must be 'bot_grpo' or 'bot_grpo_paper', got {advantage_estimator!r}")
+        self.advantage_estimator, self.advantage_options = advantage_estimator, dict(advantage_options or {})
         self._token_rewards: Optional[list[list[float]]] = None
 
     # ------------------------------------------------------------------ TRL hooks
@@ -170,7 +170,7 @@ class BoTGRPOTrainer(GRPOTrainer):
         rewards, mask = self._gather_padded(rewards.to(device)), self._gather_padded(mask)
         group_size = self.num_generations if self.model.training else self.num_generations_eval  # as TRL groups
         groups = torch.arange(rewards.shape[0], device=device) // group_size
-        advantages = compute_advantages("bot_grpo", rewards, mask, groups, **self.advantage_options)
+        advantages = compute_advantages(self.advantage_estimator, rewards, mask, groups, **self.advantage_options)
         start = self.accelerator.process_index * len(rows)
         return advantages[start: start + len(rows), :width]
 

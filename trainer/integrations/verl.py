@@ -31,19 +31,47 @@ Estimator contract (``ray_trainer.compute_advantage``, the branch for every esti
 and GRPO): ``fn(token_level_rewards=(bs, T), response_mask=(bs, T) 0/1, config=AlgoConfig,
 index=object array of uids)``, returning ``(advantages, returns)``. This module imports no verl,
 so the estimator and its helpers are tested without it.
+
+Two estimators are registered: ``bot_grpo`` (the bounded form the project recommends, the same
+as ``botgrpo train``'s and the TRL trainer's) and ``bot_grpo_paper`` (the paper's exactly). Their
+options come from verl's own config, the ``algorithm.bot_grpo`` section
+(``+algorithm.bot_grpo.min_std=0.25 +algorithm.bot_grpo.use_reward_to_go=true``), which verl
+hands the estimator as ``config``.
 """
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
 
-from trainer.advantages import compute_advantages
+from trainer.advantages import ESTIMATORS, compute_advantages
+from trainer.algorithm import keyword_options
 
 DEFAULT_NAME = "bot_grpo"
+NAMES = ("bot_grpo", "bot_grpo_paper")
+CONFIG_KEY = "bot_grpo"   # verl's ``algorithm.bot_grpo``: the estimator's options
+
+
+def options_from_config(config: Any, estimator: str = DEFAULT_NAME) -> dict[str, Any]:
+    """The estimator's options from verl's algorithm config (its ``bot_grpo`` section), checked
+    against what ``estimator`` accepts (ValueError naming the unknown option and the valid ones).
+    verl passes the config as an OmegaConf mapping; no section (or no config) is no options."""
+    section = config.get(CONFIG_KEY) if isinstance(config, Mapping) else None
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise ValueError(f"algorithm.{CONFIG_KEY} must be a mapping of estimator options, got {type(section).__name__}")
+    options = {str(k): v for k, v in section.items()}
+    accepted = keyword_options(ESTIMATORS[estimator])
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ValueError(f"algorithm.{CONFIG_KEY}: estimator {estimator!r} takes no option {unknown[0]!r}; "
+                         f"its options: {sorted(accepted)}")
+    return options
 
 
 def group_ids_from_uids(index: Optional[Sequence[Any]], batch_size: int) -> torch.Tensor:
@@ -63,13 +91,15 @@ def group_ids_from_uids(index: Optional[Sequence[Any]], batch_size: int) -> torc
 
 def bot_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
                        index: Optional[np.ndarray] = None, config: Any = None, *,
-                       options: Optional[dict[str, Any]] = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
+                       estimator: str = DEFAULT_NAME, options: Optional[dict[str, Any]] = None,
+                       **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """verl estimator: BoT-GRPO advantages, returned as both ``advantages`` and ``returns``.
 
-    ``options`` go to :func:`trainer.advantages.bot_grpo` (``eps``, ``use_reward_to_go``);
-    :func:`register` binds them. ``config`` (verl's ``AlgoConfig``) is accepted for the contract
-    but not read: none of its fields (``gamma``, ``norm_adv_by_std_in_grpo``...) applies. Extra
-    keyword arguments verl may pass (``reward_baselines``...) are ignored for the same reason.
+    ``estimator`` is ``bot_grpo`` or ``bot_grpo_paper``; its options (``eps``, ``use_reward_to_go``,
+    ``min_std``) are ``config``'s ``bot_grpo`` section (:func:`options_from_config`) overridden by
+    ``options`` (which :func:`register` binds). No other field of verl's config applies
+    (``gamma``, ``norm_adv_by_std_in_grpo``...); extra keyword arguments verl may pass
+    (``reward_baselines``...) are ignored for the same reason.
     Returns are the advantages, as for verl's own critic-free estimators (GRPO, RLOO). A row
     with a non-finite reward on a response token is unscored: advantage 0, outside its group's
     statistics.
@@ -79,28 +109,33 @@ def bot_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.T
     mask = mask & scored[:, None]
     groups = group_ids_from_uids(index, token_level_rewards.shape[0]).to(token_level_rewards.device)
     with torch.no_grad():
-        advantages = compute_advantages("bot_grpo", token_level_rewards, mask, groups, **(options or {}))
+        options = {**options_from_config(config, estimator), **(options or {})}
+        advantages = compute_advantages(estimator, token_level_rewards, mask, groups, **options)
     return advantages, advantages
 
 
 def register(name: str = DEFAULT_NAME, **options: Any):
-    """Register BoT-GRPO in verl's estimator registry under ``name`` in *this* process; returns
-    the registered function. (For verl's actors use :mod:`trainer.integrations.verl_plugin`.)
+    """Register the estimator ``name`` (``bot_grpo`` or ``bot_grpo_paper``) in verl's estimator
+    registry in *this* process; returns the registered function. (For verl's actors use
+    :mod:`trainer.integrations.verl_plugin`.)
 
-    ``options`` (``eps``, ``use_reward_to_go``) are bound into the function. Calling again with
-    the same name and options is a no-op (the same function object is reused, so verl's
-    duplicate check passes); different options under a taken name raise verl's ``ValueError``.
+    ``options`` (``eps``, ``use_reward_to_go``, ``min_std``) are bound into the function, over the
+    config's. Calling again with the same name and options is a no-op (the same function object
+    is reused, so verl's duplicate check passes); different options under a taken name raise
+    verl's ``ValueError``.
     """
     from verl.trainer.ppo import core_algos  # lazy: verl is optional and heavy
 
-    fn = _bound(tuple(sorted(options.items())))
+    if name not in NAMES:
+        raise ValueError(f"no BoT-GRPO estimator {name!r}; choose one of {list(NAMES)}")
+    fn = _bound(name, tuple(sorted(options.items())))
     return core_algos.register_adv_est(name)(fn)
 
 
 @functools.lru_cache(maxsize=None)
-def _bound(options: tuple[tuple[str, Any], ...]):
-    """One function object per option set, so re-registering identical options is idempotent."""
-    return functools.partial(bot_grpo_advantage, options=dict(options))
+def _bound(name: str, options: tuple[tuple[str, Any], ...]):
+    """One function object per estimator and option set, so re-registering is idempotent."""
+    return functools.partial(bot_grpo_advantage, estimator=name, options=dict(options))
 
 
 def reference_of(reward_model: Optional[dict], extra_info: Optional[dict]) -> Optional[dict]:

@@ -4,7 +4,8 @@ Name it in ``VERL_USE_EXTERNAL_MODULES`` (verl imports it from ``import verl`` i
 of the run, its TaskRunner and reward workers included) or as a reward-manager module path; see
 :mod:`trainer.integrations.verl` for the command line. Registers:
 
-* the advantage estimator ``bot_grpo`` (``algorithm.adv_estimator=bot_grpo``);
+* the advantage estimators ``bot_grpo`` and ``bot_grpo_paper`` (``algorithm.adv_estimator=bot_grpo``;
+  options from ``algorithm.bot_grpo``, e.g. ``+algorithm.bot_grpo.min_std=0.25``);
 * the reward manager ``botgrpo`` (:class:`BoTGRPORewardManager`): each response goes to the
   BoT-GRPO reward server with its tokens' character spans; the server's outcome is the scalar
   verl logs, its token scores travel in ``reward_extra_info``;
@@ -29,7 +30,7 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 from verl.trainer.ppo.v1 import trainer_base
 
 from services.client import RewardClient
-from trainer.integrations.verl import reference_of, register, token_scores_row
+from trainer.integrations.verl import NAMES, reference_of, register, token_scores_row
 from trainer.rollout.alignment import token_spans
 
 EXTRA_KEYS = ("botgrpo_token_scores", "botgrpo_score", "botgrpo_unscored")
@@ -129,5 +130,6 @@ def _cached(name: str, cls: type) -> type:
     return _MODES.setdefault(name, cls)  # importing twice registers the same class (verl's duplicate check)
 
 
-register()
+for _name in NAMES:
+    register(_name)
 _register_trainer_modes()
