@@ -145,6 +145,7 @@ def _ablations(specific: tuple) -> tuple:
         *specific,
         ("gspo iters=2", "gspo", {}, {"num_iterations": 2}),
         ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
+        ("grpo token-mean", "grpo_token_mean", {}, {}),
         ("bot_grpo w_s=1.0", "bot_grpo", {"local_weight": 1.0}, {}),
         ("bot_grpo w_s=0.1", "bot_grpo", {"local_weight": 0.1}, {}),
         ("bot_grpo w_s=0.0", "bot_grpo", {"local_weight": 0.0}, {}),
@@ -268,7 +269,7 @@ def write_report(root: Path, budget: Budget, command: str) -> str:
         parts += [f"## {task}", "", f"Warm start: held-out pass rate {start:.3f} at step 0. "
                   f"{len(mine)} runs, {seconds / 3600:.1f} h of run time "
                   f"(commits {', '.join(sorted({r['commit'] for r in mine}))}).", "",
-                  report.table(groups, threshold, budget.steps, budget.eval_every), ""]
+                  report.table(groups, threshold, budget.steps, budget.eval_every, SETTINGS[task].max_new_tokens), ""]
         ratios = {label: _speedup(groups, label, threshold, budget) for label in labels if label != "grpo"}
         ratios = {label: ratio for label, ratio in ratios.items() if ratio is not None}
         if not ratios and "grpo" in groups:
@@ -278,9 +279,11 @@ def write_report(root: Path, budget: Budget, command: str) -> str:
                       "95% bootstrap interval; a run that never gets there counts as one eval past the budget):", ""]
             parts += [f"- {label}: **{est:.2f}x** [{low:.2f}, {high:.2f}]" for label, (est, low, high) in ratios.items()]
             parts.append("")
-        summary[task] = {label: report.summarise(g, threshold, budget.steps, budget.eval_every)
+        summary[task] = {label: report.summarise(g, threshold, budget.steps, budget.eval_every,
+                                                 SETTINGS[task].max_new_tokens)
                          for label, g in groups.items()}
         summary[task]["grpo_steps_over"] = ratios
+        summary[task]["tests_vs_grpo"] = report.tests_against(groups, "grpo", threshold, budget.steps, budget.eval_every)
         main = {k: v for k, v in groups.items() if k in METHODS}
         report.plot(main, f"{task}: held-out pass rate, mean over seeds (band: 95% bootstrap)",
                     "held-out pass rate", root / f"convergence-{task}.png")
@@ -303,6 +306,17 @@ def _speedup(groups, label: str, threshold: float, budget: Budget) -> Optional[t
     steps = {m: [report.censored_steps(r["evals"], threshold, budget.steps, budget.eval_every) for r in groups[m]]
              for m in ("grpo", label)}
     return report.ratio_ci(steps["grpo"], steps[label])
+
+
+def recorded(root: Path, budget: Budget, command: str) -> tuple[Budget, str]:
+    """The budget and command in ``root/results.json`` (a study's own protocol), else the given ones."""
+    path = root / "results.json"
+    if not path.exists():
+        return budget, command
+    saved = json.loads(path.read_text())
+    known = {k: v for k, v in saved.get("budget", {}).items() if k in Budget.__dataclass_fields__}
+    from dataclasses import replace
+    return replace(budget, **known), saved.get("command", command)
 
 
 def _order(label: str) -> tuple[int, str]:
@@ -330,7 +344,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
     command = shlex.join(["python", "-m", "benchmarks.convergence", *(sys.argv[1:] if argv is None else argv)])
     started = time.perf_counter()
-    if not args.report:
+    if args.report:  # tables rebuilt from a study's runs keep the budget and command it recorded
+        budget, command = recorded(args.out, budget, command)
+    else:
         runs = plan(args.tasks, args.methods, budget)
         if args.rows:
             unknown = set(args.rows) - {r.label for r in runs}

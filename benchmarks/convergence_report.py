@@ -7,12 +7,14 @@ fixed seed.
 """
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 from typing import Any, Callable, Optional, Sequence
 
 Record = dict[str, Any]
 RESAMPLES = 10_000
+COLLAPSE_DROP = 0.1   # an evaluation this far below the start is a collapse (set before the next study's runs)
 
 
 def steps_to_threshold(evals: Sequence[Record], threshold: float) -> Optional[int]:
@@ -64,7 +66,47 @@ def ratio_ci(numerator: Sequence[float], denominator: Sequence[float], level: fl
     return estimate, draws[int(tail * RESAMPLES)], draws[min(RESAMPLES - 1, int((1 - tail) * RESAMPLES))]
 
 
-def per_run(record: Record, threshold: float, budget: int, every: int) -> dict[str, Any]:
+def collapsed(record: Record, cap: Optional[int] = None, drop: float = COLLAPSE_DROP) -> bool:
+    """A run collapsed if *any* evaluation is more than ``drop`` below its step-0 pass rate, or
+    its per-step mean completion length ever reached the cap (>= 95% of ``cap`` tokens: nearly
+    every completion cut off). A run that falls to 0 mid-way and recovers counts: its final
+    rate alone would hide it."""
+    evals = record["evals"]
+    fell = any(e["pass_rate"] < evals[0]["pass_rate"] - drop for e in evals[1:])
+    lengths = record.get("lengths") or []
+    return fell or (cap is not None and bool(lengths) and max(lengths) >= 0.95 * cap)
+
+
+def sign_flip_p(differences: Sequence[float]) -> float:
+    """Exact two-sided paired sign-flip test of ``mean(d) = 0``: the share of the ``2^n`` sign
+    assignments of the per-seed differences whose mean is at least as far from 0 as the observed
+    one. With 5 seeds the smallest possible p is 2/32 = 0.0625."""
+    d = [float(x) for x in differences]
+    if not d:
+        return float("nan")
+    observed = abs(sum(d))
+    hits = sum(abs(sum(s * x for s, x in zip(signs, d))) >= observed - 1e-12
+               for signs in itertools.product((1, -1), repeat=len(d)))
+    return hits / 2 ** len(d)
+
+
+def holm(pvalues: dict[str, float]) -> dict[str, float]:
+    """Holm-Bonferroni adjusted p-values (step-down, made monotone; NaN stays NaN)."""
+    ranked = sorted((p, k) for k, p in pvalues.items() if p == p)
+    out, running = {k: p for k, p in pvalues.items() if p != p}, 0.0
+    for i, (p, k) in enumerate(ranked):
+        running = max(running, min(1.0, (len(ranked) - i) * p))
+        out[k] = running
+    return out
+
+
+def paired(records: Sequence[Record], baseline: Sequence[Record], value: Callable[[Record], float]) -> list[float]:
+    """Per-seed differences ``value(row) - value(baseline)`` over the seeds both have."""
+    base = {r["seed"]: value(r) for r in baseline}
+    return [value(r) - base[r["seed"]] for r in records if r["seed"] in base]
+
+
+def per_run(record: Record, threshold: float, budget: int, every: int, cap: Optional[int] = None) -> dict[str, Any]:
     evals = record["evals"]
     spec = [e for e in evals if e.get("spec_rate") is not None]
     return {"steps": steps_to_threshold(evals, threshold),
@@ -72,15 +114,19 @@ def per_run(record: Record, threshold: float, budget: int, every: int) -> dict[s
             "auc": area_under_curve(evals), "final": evals[-1]["pass_rate"],
             "final_spec": spec[-1]["spec_rate"] if spec else None,
             "below_start": evals[-1]["pass_rate"] < evals[0]["pass_rate"],
+            "collapsed": collapsed(record, cap),
             "peak_length": max(record["lengths"]) if record.get("lengths") else None,
             "final_length": record["lengths"][-1] if record.get("lengths") else None}
 
 
-def summarise(records: Sequence[Record], threshold: float, budget: int, every: int) -> dict[str, Any]:
-    """Per-label means with bootstrap 95% intervals of each per-run metric."""
-    runs = [per_run(r, threshold, budget, every) for r in records]
+def summarise(records: Sequence[Record], threshold: float, budget: int, every: int,
+              cap: Optional[int] = None) -> dict[str, Any]:
+    """Per-label means with bootstrap 95% intervals of each per-run metric (percentile intervals
+    over 5 seeds cover less than their nominal 95%: read them with the paired tests)."""
+    runs = [per_run(r, threshold, budget, every, cap) for r in records]
     out: dict[str, Any] = {"seeds": len(runs), "reached": sum(r["steps"] is not None for r in runs),
-                           "below_start": sum(r["below_start"] for r in runs)}
+                           "below_start": sum(r["below_start"] for r in runs),
+                           "collapsed": sum(r["collapsed"] for r in runs)}
     for key in ("steps_censored", "auc", "final", "final_spec", "peak_length", "final_length"):
         values = [r[key] for r in runs if r[key] is not None]
         out[key] = bootstrap_ci(values) if values else None
@@ -96,20 +142,43 @@ def _fmt(ci: Optional[tuple[float, float, float]], digits: int = 3) -> str:
     return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def table(groups: dict[str, Sequence[Record]], threshold: float, budget: int, every: int) -> str:
-    """Markdown: one row per label, means with 95% bootstrap intervals over seeds. "Ends below its
-    start": seeds whose final pass rate is under their step-0 one (a collapse); "peak length" and
-    "final length": the largest and the last per-step mean completion length (tokens), where the
-    records have them (a run that ends far below the shortest reference answer may be compiling
-    fragments rather than components: benchmarks/what_compiles.py tells)."""
+def tests_against(groups: dict[str, Sequence[Record]], baseline: str, threshold: float, budget: int,
+                  every: int) -> dict[str, dict[str, float]]:
+    """Each row against ``baseline`` on the seeds both ran: exact paired sign-flip p-values of
+    the censored steps to the threshold and of the final pass rate, Holm-corrected across rows."""
+    rows = [label for label in groups if label != baseline]
+    if baseline not in groups or not rows:
+        return {}
+    steps = lambda r: censored_steps(r["evals"], threshold, budget, every)  # noqa: E731
+    final = lambda r: r["evals"][-1]["pass_rate"]  # noqa: E731
+    raw = {name: {label: sign_flip_p(paired(groups[label], groups[baseline], fn)) for label in rows}
+           for name, fn in (("steps", steps), ("final", final))}
+    adjusted = {name: holm(ps) for name, ps in raw.items()}
+    return {label: {f"p_{name}": adjusted[name][label] for name in raw} for label in rows}
+
+
+def table(groups: dict[str, Sequence[Record]], threshold: float, budget: int, every: int,
+          cap: Optional[int] = None, baseline: str = "grpo") -> str:
+    """Markdown: one row per label, means with 95% bootstrap intervals over seeds. "Collapsed":
+    seeds with any evaluation more than 0.1 below the start or mean length at the cap
+    (:func:`collapsed`); "ends below its start": seeds whose final pass rate is under their
+    step-0 one; "p vs GRPO": :func:`tests_against` (Holm across the table's rows); "peak length"
+    and "final length": the largest and the last per-step mean completion length (tokens), where
+    the records have them (a run that ends far below the shortest reference answer may be
+    compiling fragments rather than components: benchmarks/what_compiles.py tells)."""
     lengths = any(r.get("lengths") for records in groups.values() for r in records)
+    tests = tests_against(groups, baseline, threshold, budget, every)
     rows = [f"| run | seeds reaching {threshold:.0%} | steps to {threshold:.0%} (censored at {budget + every}) | "
-            "area under pass curve | final pass | final pass & spec | ends below its start |"
-            + (" peak length | final length |" if lengths else ""), "| --- " * (7 + 2 * lengths) + "|"]
+            "area under pass curve | final pass | final pass & spec | collapsed | ends below its start | "
+            f"p vs {baseline}: steps / final |"
+            + (" peak length | final length |" if lengths else ""), "| --- " * (9 + 2 * lengths) + "|"]
     for label, records in groups.items():
-        s = summarise(records, threshold, budget, every)
+        s = summarise(records, threshold, budget, every, cap)
+        p = tests.get(label)
         rows.append(f"| {label} | {s['reached']}/{s['seeds']} | {_fmt(s['steps_censored'], 1)} | {_fmt(s['auc'])} | "
-                    f"{_fmt(s['final'])} | {_fmt(s['final_spec'])} | {s['below_start']}/{s['seeds']} |"
+                    f"{_fmt(s['final'])} | {_fmt(s['final_spec'])} | {s['collapsed']}/{s['seeds']} | "
+                    f"{s['below_start']}/{s['seeds']} | "
+                    + (f"{p['p_steps']:.3f} / {p['p_final']:.3f} |" if p else "- |")
                     + (f" {_fmt(s['peak_length'], 0)} | {_fmt(s['final_length'], 0)} |" if lengths else ""))
     return "\n".join(rows)
 

@@ -99,7 +99,8 @@ def test_table_counts_collapses_and_peak_and_final_lengths():
     rising = {"evals": curve((0, 0.2), (5, 0.9)), "lengths": [100.0, 120.0, 20.0]}
     falling = {"evals": curve((0, 0.2), (5, 0.0)), "lengths": [100.0, 300.0, 60.0]}
     row = r.table({"bot_grpo": [rising, falling]}, 0.8, 5, 5).splitlines()[-1]
-    assert row.startswith("| bot_grpo | 1/2 |") and row.endswith("| 1/2 | 210 [120, 300] | 40 [20, 60] |")
+    # collapsed 1/2, ends below its start 1/2, no GRPO row to test against
+    assert row.startswith("| bot_grpo | 1/2 |") and row.endswith("| 1/2 | 1/2 | - | 210 [120, 300] | 40 [20, 60] |")
     assert "peak length" not in r.table({"grpo": [{"evals": curve((0, 0.2), (5, 0.9))}]}, 0.8, 5, 5)
 
 
@@ -118,3 +119,37 @@ def test_no_ratio_where_no_run_reaches_the_threshold(tmp_path):
     text = write_report(tmp_path, FULL, "python -m benchmarks.convergence")
     assert "No run reaches 60%" in text and "1.00x" not in text
     assert json.loads((tmp_path / "results.json").read_text())["summary"]["math"]["grpo_steps_over"] == {}
+
+
+def test_collapse_counts_a_mid_run_fall_and_a_length_at_the_cap():
+    recovered = {"evals": curve((0, 0.3), (5, 0.0), (10, 0.9)), "lengths": [100, 20, 90]}
+    steady = {"evals": curve((0, 0.3), (5, 0.25), (10, 0.9)), "lengths": [100, 120, 90]}
+    capped = {"evals": curve((0, 0.3), (5, 0.35), (10, 0.5)), "lengths": [100, 310, 200]}
+    assert r.collapsed(recovered) and not r.per_run(recovered, 0.8, 50, 5)["below_start"]  # final > start
+    assert not r.collapsed(steady, cap=320)
+    assert r.collapsed(capped, cap=320) and not r.collapsed(capped)
+
+
+def test_sign_flip_p_is_exact():
+    # all five differences positive: only the all-plus and all-minus assignments are as extreme
+    assert r.sign_flip_p([3, 1, 2, 5, 4]) == pytest.approx(2 / 32)
+    # d = (1, -1): |sum| = 0, every assignment is at least as extreme
+    assert r.sign_flip_p([1, -1]) == 1.0
+    # d = (2, 1, 1): sums over the 8 assignments are +-4, +-2, +-2, +-0 -> |s| >= 4 in 2 of 8
+    assert r.sign_flip_p([2, 1, 1]) == pytest.approx(2 / 8)
+
+
+def test_holm_adjusts_step_down_and_stays_monotone():
+    adjusted = r.holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": float("nan")})
+    # sorted 0.01, 0.03, 0.04 -> 3 * 0.01, 2 * 0.03, max(0.06, 1 * 0.04)
+    assert adjusted["a"] == pytest.approx(0.03) and adjusted["c"] == pytest.approx(0.06)
+    assert adjusted["b"] == pytest.approx(0.06) and math.isnan(adjusted["d"])
+
+
+def test_tests_against_pair_runs_by_seed():
+    groups = {"grpo": [{"seed": s, "evals": curve((0, 0.2), (5, 0.3), (10, 0.5 + 0.01 * s))} for s in range(5)],
+              "row": [{"seed": s, "evals": curve((0, 0.2), (5, 0.9), (10, 0.9))} for s in range(5)]}
+    tests = r.tests_against(groups, "grpo", 0.8, budget=10, every=5)
+    # row reaches 80% at step 5 on every seed, GRPO never (censored at 15): all differences -10
+    assert tests["row"]["p_steps"] == pytest.approx(2 / 32) and tests["row"]["p_final"] == pytest.approx(2 / 32)
+    assert "| row | 5/5 |" in r.table(groups, 0.8, 10, 5) and "0.062 / 0.062" in r.table(groups, 0.8, 10, 5)
