@@ -1,6 +1,7 @@
 """The trainer end to end on CPU with a tiny policy: rollouts, alignment, a few steps through
 a real reward server, exact resume, and checkpoints that load with from_pretrained."""
 import json
+import math
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from reward_server.scorers.base import ScoreResult, SpanScore
 from tests.live_server import LiveServer
 from tests.tiny_setup import tiny_config, tiny_math_setup
 from trainer.loop import Trainer
+from trainer.presets import PRESETS
 from trainer.rollout.alignment import token_spans
 from trainer.rollout.base import SamplingParams
 from trainer.rollout.hf import HFEngine
@@ -114,7 +116,7 @@ def test_resume_continues_exactly(setup, server, tmp_path):
         assert torch.equal(a, b)
 
 
-@pytest.mark.parametrize("method", ["grpo", "dr_grpo", "gspo", "dapo", "pure"])
+@pytest.mark.parametrize("method", sorted(set(PRESETS) - {"bot_grpo"}))  # bot_grpo: the other tests
 def test_every_preset_trains(setup, server, tmp_path, method):
     trainer = Trainer(tiny_config(setup, tmp_path / method, reward_url=server.url, method=method, steps=1,
                                   eval_dataset=None, plot=False))
@@ -123,7 +125,8 @@ def test_every_preset_trains(setup, server, tmp_path, method):
     finally:
         trainer.close()
     assert record["step"] == 1 and record["reward_errors"] == 0
-    assert all(isinstance(record[k], (int, float)) for k in ("loss", "grad_norm", "entropy"))
+    # a NaN or inf loss is a float too: the update must have produced finite numbers
+    assert all(isinstance(record[k], (int, float)) and math.isfinite(record[k]) for k in ("loss", "grad_norm", "entropy"))
 
 
 def test_no_update_when_every_group_is_filtered_out(setup):
