@@ -105,7 +105,7 @@ def react_setup(root: Path, budget: Budget) -> dict[str, str]:
     from trainer.demo import DemoSettings, prepare
 
     settings = DemoSettings(out_dir=str(root / "react"), shape="blocks", broken_share=0.85, max_mistakes=2,
-                            eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps, sft_max_seconds=None)
+                            eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps)
     return prepare(settings)
 
 

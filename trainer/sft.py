@@ -159,7 +159,8 @@ def sft(model_dir: str | Path, pairs: Sequence[tuple[str, str]], *, max_seconds:
         metrics.tokens += int(mask.sum())
         metrics.losses.append(loss.item())
         if log and metrics.steps % 50 == 0:
-            log(f"step {metrics.steps} loss {metrics.last_loss:.3f} {time.perf_counter() - start:.0f}s")
+            total = f"/{max_steps}" if max_steps else ""
+            log(f"step {metrics.steps}{total} loss {metrics.last_loss:.3f} {time.perf_counter() - start:.0f}s")
     metrics.seconds = time.perf_counter() - start
     model.save_pretrained(model_dir)
     return metrics

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 
 PLOTTED = [("reward_mean", "reward"), ("pass_rate", "pass rate"), ("spec_rate", "pass & spec"), ("kl", "KL"),
            ("entropy", "entropy"), ("completion_len_mean", "completion length"), ("clip_frac", "clip fraction"),
-           ("tokens_per_s", "tokens/s")]
+           ("tokens_per_s", "tokens/s"), ("time_step", "seconds per step")]
 
 
 class MetricsLog:
@@ -48,7 +48,8 @@ def plot(records: Iterable[dict[str, Any]], out: Path, title: str = "", evals: O
     import matplotlib.pyplot as plt
 
     records = list(records)
-    keys = [(k, label) for k, label in PLOTTED if any(r.get(k) is not None for r in records)]
+    # a curve that never moves (KL without a KL term, the clip fraction on-policy) carries no information
+    keys = [(k, label) for k, label in PLOTTED if len({r.get(k) for r in records if r.get(k) is not None}) > 1]
     cols = 4
     rows = max(1, math.ceil(len(keys) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
