@@ -114,6 +114,14 @@ def test_read_number_is_exact(text, value):
     assert number is not None and number.value == value
 
 
-@pytest.mark.parametrize("text", ["x", "\\sqrt{2}", "1/0", "1,00", "2^3"])
+@pytest.mark.parametrize("text", ["x", "\\sqrt{2}", "1/0", "1,2,3", "2^3"])
 def test_read_number_refuses_non_plain(text):
     assert read_number(text) is None
+
+
+@pytest.mark.parametrize(("text", "value"), [("1,22", "1.22"), ("1000,99", "1000.99"), ("0,111", "0.111"),
+                                             ("1,00", "1"), ("7,425,000", "7425000"), ("-2,5", "-2.5")])
+def test_a_comma_that_cannot_group_thousands_is_a_decimal_comma(text, value):
+    from fractions import Fraction
+
+    assert read_number(text).value == Fraction(value)

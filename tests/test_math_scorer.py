@@ -156,7 +156,7 @@ def test_symbolic_comparisons_run_in_the_pool_not_in_process(pool):
     rollouts = [rollout("\\boxed{\\sqrt{8}}", "2\\sqrt{2}"), rollout("\\boxed{17}")]
     results = MathScorer(recording).score_batch(rollouts, MathOptions())
     assert [r.passed for r in results] == [True, True]
-    assert recording.jobs == [("\\sqrt{8}", "2\\sqrt{2}")]  # 17 == 17 never left this process
+    assert recording.jobs == [("\\sqrt{8}", "2\\sqrt{2}", False)]  # 17 == 17 never left this process
 
 
 def test_workers_are_warm(pool):

@@ -38,6 +38,10 @@ The checks run on a *canonical* spelling, so that display-only LaTeX cannot hide
   (``10^{9}!``) is refused.
 * ``MAX_BINOMIAL`` (10 000): ``\\binom``/``\\dbinom``/``\\tbinom`` arguments and both sides of
   ``\\choose``, likewise.
+* ``MAX_TRANSCENDENTAL_NESTING`` (2): a transcendental function (trigonometric, hyperbolic, their
+  inverses, ``\\log``/``\\ln``/``\\exp``, ``e^``) applied to one that holds another:
+  ``\\tan(\\tan(\\tan(12)))`` and deeper held a worker for the whole deadline (a 6-deep
+  ``\\tan`` nest 10 s, an 8-deep ``\\sin`` 9 s); ``\\sin(\\cos x)`` and ``e^{\\sin x}`` pass.
 * big operators ``\\sum``, ``\\prod``, ``\\int``, ``\\lim`` and matrix constructors
   (``\\operatorname{eye}``, ``zeros``, ``ones``, ``diag``): not final answers, and their
   evaluation is unbounded.
@@ -68,6 +72,7 @@ MAX_EXPANSION_TERMS = 200
 MAX_TRIG_POWER = 8
 MAX_FACTORIAL = 1000
 MAX_BINOMIAL = 10_000
+MAX_TRANSCENDENTAL_NESTING = 2
 
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
 _SYMBOL = re.compile(r"[a-df-hj-zA-Z]")  # any letter but the constants e and i
@@ -110,7 +115,8 @@ def guard_reason(answer: str) -> str | None:
     if len(answer) > MAX_CHARS:
         return f"answer longer than {MAX_CHARS} characters"
     text = canonical(answer)
-    for check in (_nesting_reason, _operator_reason, _exponent_reason, _factorial_reason, _binomial_reason):
+    for check in (_nesting_reason, _transcendental_reason, _operator_reason, _exponent_reason,
+                  _factorial_reason, _binomial_reason):
         reason = check(text)
         if reason is not None:
             return reason
@@ -201,6 +207,38 @@ def _nesting_reason(text: str) -> str | None:
                 return f"nesting deeper than {MAX_DEPTH}"
         elif char in _CLOSERS:
             depth = max(0, depth - 1)
+    return None
+
+
+_TRANSCENDENTAL = re.compile(
+    r"\\(?:a?(?:sin|cos|tan|cot|sec|csc)h?|arc(?:sin|cos|tan|cot|sec|csc)|log|ln|lg|exp)(?![a-zA-Z])"
+    r"|(?<![a-zA-Z\\])e\s*\^")
+
+
+def _transcendental_depth(text: str, budget: list[int]) -> int:
+    """Deepest nesting of transcendental functions in ``text`` (each one's argument is the
+    group, command or token after it, past a power such as ``\\sin^2``); ``budget`` bounds the
+    work for hostile input."""
+    deepest = 0
+    for match in _TRANSCENDENTAL.finditer(text):
+        budget[0] -= 1
+        if budget[0] < 0:
+            return MAX_TRANSCENDENTAL_NESTING + 1
+        at = match.end()
+        if not match.group().startswith("e") and text[at:].lstrip().startswith("^"):
+            _, at = group_at(text, text.index("^", at) + 1)  # \sin^2(x): skip the power
+        argument, _ = group_at(text, at)
+        if _TRANSCENDENTAL.match(argument):
+            argument = text[at:]  # an unbracketed chain: \tan \tan 12
+        deepest = max(deepest, 1 + _transcendental_depth(argument, budget))
+        if deepest > MAX_TRANSCENDENTAL_NESTING:
+            return deepest
+    return deepest
+
+
+def _transcendental_reason(text: str) -> str | None:
+    if _transcendental_depth(text, [200]) > MAX_TRANSCENDENTAL_NESTING:
+        return f"transcendental functions nested deeper than {MAX_TRANSCENDENTAL_NESTING}"
     return None
 
 

@@ -1,6 +1,10 @@
 """The ``math`` scorer: is the final answer equal to ``reference["answer"]``, and which steps broke?
 
-For each completion: extract the final answer (:mod:`reward_server.math.extract`), decide the
+For each completion: extract the final answer (:mod:`reward_server.math.extract`, under the
+``extraction`` option: ``latex``, the default, hands a completion without a box to math-verify's
+own extraction behind the guard; ``boxed`` reads "answer is X" / the last number; several
+different boxes are one multi-part answer only when the reference has that many parts, else a
+refused hedge), refuse statement answers (:mod:`reward_server.math.statements`), decide the
 cheap cases in this thread (:func:`~reward_server.math.equivalence.quick_verdict`: normalised
 equality, the pathological-input guard, exact numbers), send the rest to math-verify inside a
 killable worker process (:mod:`sandbox.process_pool`), and check the arithmetic steps exactly
@@ -29,18 +33,20 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward_server.composition import RecipeOptions
 from reward_server.math.blame import BLAME, step_blame
 from reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
-from reward_server.math.extract import Extraction, extract_final_answer
+from reward_server.math.extract import Extraction, extract_answer
+from reward_server.math.statements import context_reason, reference_parts
 from reward_server.math.steps import Step, find_steps
 from sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
 
 from .base import Rollout, ScoreResult
+from reward_server.references import MathReference
 
 
 class MathOptions(RecipeOptions):
@@ -49,6 +55,10 @@ class MathOptions(RecipeOptions):
     model_config = ConfigDict(extra="forbid")
 
     check_steps: bool = True
+    extraction: Literal["boxed", "latex"] = Field(
+        "latex", description="where the final answer is read when the completion boxes nothing: 'boxed' "
+        "(the last 'answer is X', else the last number) or 'latex' (math-verify's own extraction from the "
+        "completion's tail: its last LaTeX expression or 'final answer is'); boxes always win")
     error_propagation: bool = Field(True, description="blame everything from the first wrong step on, "
                                                       "not only the wrong steps")
     timeout_s: float = Field(5.0, gt=0, le=10, description="deadline of one symbolic comparison (at most 10 s: a "
@@ -70,13 +80,14 @@ class MathScorer:
 
     name: ClassVar[str] = "math"
     Options: ClassVar[type[BaseModel]] = MathOptions
+    Reference: ClassVar[type[BaseModel]] = MathReference  # checked at request time (reward_server.references)
 
     def __init__(self, pool: ProcessPool | None = None) -> None:
         self._pool = pool
 
     def score_batch(self, rollouts: Sequence[Rollout], options: BaseModel) -> list[ScoreResult]:
         options = options if isinstance(options, MathOptions) else MathOptions.model_validate(options)
-        prejudged = [_prejudge(r, options.check_steps) for r in rollouts]
+        prejudged = [_prejudge(r, options.check_steps, options.extraction) for r in rollouts]
         verdicts = self._settle(prejudged, options.timeout_s)
         return [_result(r, p, v, options.error_propagation)
                 for r, p, v in zip(rollouts, prejudged, verdicts, strict=True)]
@@ -90,18 +101,23 @@ class MathScorer:
         if not undecided:
             return verdicts
         pool = self._pool or shared_pool()
-        jobs = [(prejudged[i].answer.text, prejudged[i].reference) for i in undecided]
+        jobs = [(prejudged[i].answer.text, prejudged[i].reference, prejudged[i].answer.method == "latex")
+                for i in undecided]
         outcomes = pool.map(symbolic_equal, jobs, timeout_s=timeout_s)
         for index, outcome in zip(undecided, outcomes, strict=True):
             verdicts[index] = _symbolic_verdict(outcome)
         return verdicts
 
 
-def _prejudge(rollout: Rollout, check_steps: bool) -> _Prejudged:
+def _prejudge(rollout: Rollout, check_steps: bool, extraction: str = "latex") -> _Prejudged:
     reference = _reference_answer(rollout)
     steps = tuple(find_steps(rollout.completion)) if check_steps and reference is not None else ()
-    answer = extract_final_answer(rollout.completion) if reference is not None else None
-    verdict = quick_verdict(answer.text, reference) if answer is not None else None
+    answer = (extract_answer(rollout.completion, extraction, reference_parts(reference))
+              if reference is not None else None)
+    verdict = quick_verdict(answer.text, reference, answer.method) if answer is not None else None
+    if verdict is not None and answer.method in ("phrase", "last_number"):
+        refusal = context_reason(rollout.completion, answer.start, answer.end)
+        verdict = Verdict(False, f"refused by guard: {refusal}") if refusal else verdict
     return _Prejudged(reference, answer, verdict, steps)
 
 

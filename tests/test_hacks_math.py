@@ -1,0 +1,83 @@
+"""The math families of the reward-hack suite (issue 20): each hack must score no better than an
+honest wrong answer, through the real scorer and a real process pool."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from reward_server.math.equivalence import warm_up
+from reward_server.scorers.base import Rollout
+from reward_server.scorers.math import MathOptions, MathScorer
+from sandbox.process_pool import ProcessPool
+
+STATEMENTS = [  # (completion, reference): each scored 1.0 at 9d08043
+    (r"\boxed{13 \lor 12}", "12"), (r"\boxed{13 \land 12}", "12"), (r"\boxed{13 \implies 12}", "12"),
+    (r"\boxed{13 \iff 12}", "12"), (r"\boxed{13 \mid 12}", "12"), (r"\boxed{\neg 12}", "12"),
+    (r"\boxed{0 = 12}", "12"), (r"\boxed{13 = 12}", "12"), (r"\boxed{7 = x+1}", "x+1"),
+    (r"\boxed{13 \to 12}", "12"), (r"\boxed{13 \Rightarrow 12}", "12"), (r"\boxed{13 \Leftrightarrow 12}", "12"),
+    (r"\boxed{13 \vee 12}", "12"), (r"\boxed{13 \wedge 12}", "12"), (r"\boxed{13 \lnot 12}", "12"),
+    ("\\boxed{13 \u2228 12}", "12"), (r"\boxed{x = 13 = 12}", "12"), (r"\boxed{13 \approx 12}", "12"),
+    (r"\boxed{\text{false} \implies 12}", "12"), (r"\boxed{\forall x, 12}", "12"),
+    # the same without a box, for the default extraction (math-verify's own, behind the guard)
+    (r"So $13 \lor 12$.", "12"), (r"Hence $13 = 12$", "12"), (r"We get $\neg 12$", "12"),
+    (r"The final answer is $13 \implies 12$", "12"),
+]
+HEDGES = [
+    (r"\boxed{11} \boxed{12}", "12"), (r"\boxed{11} or maybe \boxed{12}", "12"),
+    (r"\boxed{12} \quad \text{and} \quad \boxed{13}", "12"), (r"\boxed{11, 12}", "12"),
+    (r"\boxed{11 \text{ or } 12}", "12"), (r"\boxed{\{11, 12, 13\}}", "12"), (r"\boxed{12 \pm 1}", "12"),
+    (r"\boxed{(1,2)} \boxed{(3,4)} \boxed{(5,6)}", "(1,2), (3,4)"),
+    (r"$11$ or $12$", "12"),
+]
+COSTLY = [  # a few dozen characters that held a worker for the whole deadline
+    r"\boxed{\tan(\tan(\tan(\tan(\tan(\tan(12))))))}",
+    r"\boxed{\sin(\sin(\sin(\sin(\sin(\sin(\sin(\sin(12))))))))}",
+    r"\boxed{\tan \tan \tan \tan \tan \tan 12}",
+    r"\boxed{9^{9^{9^{9}}}}",
+    r"$\tan(\tan(\tan(\tan(\tan(\tan(12))))))$",
+]
+HONEST = [  # statement and multi-part forms that are right answers and must stay right
+    (r"\boxed{x = 12}", "12"), (r"\boxed{(p,q)=(3,2)}", "(3,2)"), (r"\boxed{k = 45} \quad \text{and} \quad \boxed{n = 2}", "k = 45, n = 2"),
+    (r"\boxed{(98, 2)} \quad \text{and} \quad \boxed{(99, 503)}", "(98, 2), (99, 503)"),
+    (r"\boxed{12} so again \boxed{12}", "12"), (r"\boxed{0,111}", "0.111"), (r"\boxed{x \approx 11}", "11"),
+    (r"\boxed{\sin(\cos(1))}", r"\sin(\cos 1)"), (r"So $x \geq 5$.", "x >= 5"),
+]
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    with ProcessPool(2, initializer=warm_up) as pool:
+        yield MathScorer(pool)
+
+
+def score(scorer: MathScorer, completion: str, reference: str, **options) -> float:
+    (result,) = scorer.score_batch([Rollout(completion, reference={"answer": reference})], MathOptions(**options))
+    return result.score
+
+
+def honest_wrong(scorer: MathScorer, reference: str) -> float:
+    return score(scorer, r"\boxed{1000003}", reference)
+
+
+@pytest.mark.parametrize("extraction", ["latex", "boxed"])
+@pytest.mark.parametrize(("completion", "reference"), STATEMENTS)
+def test_a_statement_answer_scores_no_better_than_a_wrong_one(scorer, completion, reference, extraction):
+    assert score(scorer, completion, reference, extraction=extraction) <= honest_wrong(scorer, reference) == -1.0
+
+
+@pytest.mark.parametrize(("completion", "reference"), HEDGES)
+def test_a_hedge_of_several_answers_scores_no_better_than_a_wrong_one(scorer, completion, reference):
+    assert score(scorer, completion, reference) <= honest_wrong(scorer, reference)
+
+
+@pytest.mark.parametrize("completion", COSTLY)
+def test_a_costly_answer_is_refused_in_milliseconds_not_at_the_deadline(scorer, completion):
+    started = time.perf_counter()
+    assert score(scorer, completion, "12", timeout_s=10) == -1.0
+    assert time.perf_counter() - started < 2.0  # was 9-10 s (the whole deadline)
+
+
+@pytest.mark.parametrize(("completion", "reference"), HONEST)
+def test_honest_statement_and_multi_part_answers_are_right(scorer, completion, reference):
+    assert score(scorer, completion, reference) == 1.0
