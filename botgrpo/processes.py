@@ -34,10 +34,11 @@ def clean_env(extra: dict[str, str]) -> dict[str, str]:
 class Process:
     """A command in its own process group, with its output in ``log_path``."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path):
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, cwd: Optional[Path] = None):
         self.log_path = Path(log_path)
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     cwd=cwd)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -64,13 +65,16 @@ def botgrpo(args: list[str], env: dict[str, str], log_path: Path) -> Process:
 
 
 class Server(Process):
-    """``botgrpo serve`` on a free port, returned once ``/readyz`` answers 200."""
+    """``botgrpo serve`` on a free port, returned once ``/readyz`` answers 200. ``tree``: serve the
+    code of another checkout (run from it, first on ``PYTHONPATH``), e.g. for before/after numbers."""
 
-    def __init__(self, log_dir: Path, env: Optional[dict[str, str]] = None, timeout_s: float = 90.0):
+    def __init__(self, log_dir: Path, env: Optional[dict[str, str]] = None, timeout_s: float = 90.0,
+                 tree: Optional[Path] = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        super().__init__([sys.executable, "-m", "botgrpo.cli", "serve", "--port", str(self.port)], clean_env(env or {}),
-                         Path(log_dir) / f"server-{self.port}.log")
+        env = {**(env or {}), **({"PYTHONPATH": str(tree)} if tree else {})}
+        super().__init__([sys.executable, "-m", "botgrpo.cli", "serve", "--port", str(self.port)], clean_env(env),
+                         Path(log_dir) / f"server-{self.port}.log", cwd=tree)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if not self.alive():

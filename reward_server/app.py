@@ -13,6 +13,11 @@ a thread, and results are encoded one at a time (large ones in a thread) and str
 REST response in request order. Each step is one bounded call, so /healthz keeps answering
 while a 15 MB request is parsed or a 140 MB response is written, and the server never holds a
 whole response as Python objects.
+
+A client must keep reading: each chunk must be taken within ``send_timeout_s`` or the
+connection is closed, and a response's reader leaving (that, or a disconnect) drops the
+request's waiting rollouts. Unsent results pause the request's scoring (``max_unsent_tokens``)
+and count toward ``queue_max_depth`` (see :mod:`services.queue.inprocess`).
 """
 from __future__ import annotations
 
@@ -22,20 +27,24 @@ import json
 import logging
 import math
 import uuid
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Any, AsyncIterator, Optional
 
+import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
+from starlette.types import Message, Send
 
+from botgrpo import __version__
+from reward_server.compat import router as compat_router
 from reward_server.limits import BodyLimit
 from reward_server.metrics import Metrics, RequestMetrics
 from reward_server.service import RequestRejected, ScoringService, error_result
 from reward_server.settings import ServerSettings, isolation_report
-from services.queue import InProcessQueue, QueueFull, RedisQueue, RolloutQueue
+from services.queue import InProcessQueue, Outcome, QueueFull, RedisQueue, RolloutQueue
 from services.schemas import ErrorResponse, RewardRequest, RewardResponse, ScorersResponse, clean_json
 
 log = logging.getLogger(__name__)
@@ -82,11 +91,46 @@ def parse_request(body: bytes) -> RewardRequest:
         raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]) from None
 
 
+def result_tokens(outcome: Outcome) -> int:
+    """What an unsent result weighs toward ``max_unsent_tokens``: its tokens (1 at least)."""
+    return 1 + len((outcome.result or {}).get("token_scores") or ())
+
+
 def build_queue(settings: ServerSettings, service: ScoringService) -> RolloutQueue:
     if settings.redis_url:
         return RedisQueue(settings.redis_url, max_depth=settings.queue_max_depth)
     return InProcessQueue(service.handle, workers=settings.workers, max_depth=settings.queue_max_depth,
-                          max_batch=settings.score_batch)
+                          max_batch=settings.score_batch, max_unsent=settings.max_unsent_tokens, weigh=result_tokens,
+                          chunk_s=settings.score_chunk_s)
+
+
+class BoundedStreamingResponse(StreamingResponse):
+    """A streaming response whose client must accept each chunk within ``send_timeout_s``.
+
+    A client that stops reading fills its socket buffers, and then each ``send`` waits. After
+    ``send_timeout_s`` the body is closed (its queue reader leaves, so the request's waiting
+    rollouts are dropped) and the connection is closed by returning an unfinished response.
+    """
+
+    def __init__(self, content: AsyncIterator[bytes], send_timeout_s: float, media_type: str):
+        super().__init__(content, media_type=media_type)
+        self.send_timeout_s = send_timeout_s
+
+    async def stream_response(self, send: Send) -> None:
+        async def timed(message: Message) -> None:
+            await asyncio.wait_for(send(message), self.send_timeout_s)
+
+        try:
+            await timed({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async for chunk in self.body_iterator:
+                await timed({"type": "http.response.body", "body": chunk, "more_body": True})
+            await timed({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.TimeoutError:
+            log.warning("client did not read its response for send_timeout_s=%g s: closing the connection",
+                        self.send_timeout_s)
+        finally:
+            with anyio.CancelScope(shield=True):  # also when the client left (the task group cancels us)
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
 
 
 def create_app(settings: Optional[ServerSettings] = None, queue: Optional[RolloutQueue] = None) -> FastAPI:
@@ -108,7 +152,7 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
             await app.state.queue.close()
             await asyncio.to_thread(service.close)
 
-    app = FastAPI(title="BoT-GRPO reward server", version="0.1.0", lifespan=lifespan, default_response_class=SafeJSONResponse,
+    app = FastAPI(title="BoT-GRPO reward server", version=__version__, lifespan=lifespan, default_response_class=SafeJSONResponse,
                   description="Token-level rewards for RL on LLM reasoning: send completions, get one bounded score "
                               "per token. See docs/rewards.md for the scoring schemes.")
     app.state.settings, app.state.service, app.state.metrics = settings, service, metrics
@@ -150,22 +194,25 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
         return batch, request
 
     async def results(batch: str, request: RewardRequest) -> AsyncIterator[dict[str, Any]]:
-        async for outcome in app.state.queue.results(batch, len(request.rollouts), settings.result_timeout_s):
-            if outcome.result is not None:
-                result = outcome.result
-            else:
-                rollout = request.rollouts[outcome.index].model_dump(mode="json")
-                result = error_result(rollout, outcome.index, outcome.error or "unknown error", settings.bounds)
-            metrics.rollouts.labels(request.task, "error" if result.get("error") else "scored").inc()
-            yield result
+        """Each wire result as it finishes; closing this closes the queue's reader at once."""
+        async with aclosing(app.state.queue.results(batch, len(request.rollouts), settings.result_timeout_s)) as outcomes:
+            async for outcome in outcomes:
+                if outcome.result is not None:
+                    result = outcome.result
+                else:
+                    rollout = request.rollouts[outcome.index].model_dump(mode="json")
+                    result = error_result(rollout, outcome.index, outcome.error or "unknown error", settings.bounds)
+                metrics.rollouts.labels(request.task, "error" if result.get("error") else "scored").inc()
+                yield result
 
     async def encoded(batch: str, request: RewardRequest) -> AsyncIterator[tuple[int, bytes]]:
         """``(index, JSON bytes)`` of each result as it finishes; the dict is dropped at once."""
-        async for result in results(batch, request):
-            for field, default in _RESULT_DEFAULTS:  # every Result field on the wire, as the schema says
-                result.setdefault(field, default)
-            small = len(result.get("token_scores") or ()) < _INLINE_TOKENS
-            yield result["index"], encode(result) if small else await asyncio.to_thread(encode, result)
+        async with aclosing(results(batch, request)) as finished:
+            async for result in finished:
+                for field, default in _RESULT_DEFAULTS:  # every Result field on the wire, as the schema says
+                    result.setdefault(field, default)
+                small = len(result.get("token_scores") or ()) < _INLINE_TOKENS
+                yield result["index"], encode(result) if small else await asyncio.to_thread(encode, result)
 
     @app.post("/v1/rewards", response_model=RewardResponse, responses=_ERRORS, dependencies=[Depends(authorised)],
               openapi_extra=_REQUEST_BODY, summary="Score rollouts; all results at once, in request order")
@@ -177,14 +224,15 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
             yield b'{"results":['
             waiting: dict[int, bytes] = {}
             following = 0
-            async for index, chunk in encoded(batch, request):
-                waiting[index] = chunk
-                while following in waiting:
-                    yield (b"," if following else b"") + waiting.pop(following)
-                    following += 1
+            async with aclosing(encoded(batch, request)) as chunks:
+                async for index, chunk in chunks:
+                    waiting[index] = chunk
+                    while following in waiting:
+                        yield (b"," if following else b"") + waiting.pop(following)
+                        following += 1
             yield b"]}"
 
-        return StreamingResponse(body(), media_type="application/json")
+        return BoundedStreamingResponse(body(), settings.send_timeout_s, media_type="application/json")
 
     @app.post("/v1/rewards:stream", responses={200: {"content": {"application/x-ndjson": {}},
                                                      "description": "one Result per line, as each finishes"}, **_ERRORS},
@@ -194,10 +242,11 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
         batch, request = await submit(http)
 
         async def lines() -> AsyncIterator[bytes]:
-            async for _, chunk in encoded(batch, request):
-                yield chunk + b"\n"
+            async with aclosing(encoded(batch, request)) as chunks:
+                async for _, chunk in chunks:
+                    yield chunk + b"\n"
 
-        return StreamingResponse(lines(), media_type="application/x-ndjson")
+        return BoundedStreamingResponse(lines(), settings.send_timeout_s, media_type="application/x-ndjson")
 
     @app.get("/v1/scorers", response_model=ScorersResponse, dependencies=[Depends(authorised)], responses=_ERRORS,
              summary="The tasks this server scores, their options and score bounds")
@@ -233,5 +282,6 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
             app.openapi_schema = schema
         return app.openapi_schema
 
+    app.include_router(compat_router)  # /compat/*: OpenRLHF's and slime's protocols, same key (reward_server/compat)
     app.openapi = openapi  # type: ignore[method-assign]
     return app

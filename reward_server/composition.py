@@ -18,9 +18,11 @@ Why this shape:
   GRPO pushes them, and the local term only adds ``w_s`` of extra blame where the mistake is;
   with ``w_s <= 1`` it never outweighs the outcome (a blamed token of a passing rollout,
   ``1 - w_s``, still scores at least as high as an unblamed token of a failing one, ``-1``);
-* affine, not clipped: group-normalising estimators (BoT-GRPO, GRPO) are invariant to an
-  affine map, so the bounds are a wire convention, not a change of the learning signal;
-  clipping would flatten the local signal of failing rollouts into the lower bound;
+* affine, not clipped: clipping would flatten the local signal of failing rollouts into the
+  lower bound. Group-normalising estimators without a floor on the spread (GRPO, the paper's
+  BoT-GRPO) are invariant to an affine map; one with a floor in reward units (``bot_grpo``'s
+  ``min_std``) is not, so every result carries its map (``reward_map``: ``[scale, shift]`` with
+  ``token_score = scale * r + shift``) and the trainer divides it out (:func:`wire_map`);
 * ``w_s = 0`` puts exactly ``R_i`` on every token (default bounds), so BoT-GRPO's advantages
   are GRPO's with the population std (``tests/test_composition.py`` checks it).
 
@@ -64,9 +66,20 @@ def token_rewards(outcome: float, local: np.ndarray, local_weight: float,
     low, high = bounds
     R = min(max(outcome, -1.0), 1.0) if math.isfinite(outcome) else -1.0
     l = np.clip(np.nan_to_num(np.asarray(local, dtype=np.float64), nan=-1.0, neginf=-1.0), -1.0, 0.0)
-    scale = (high - low) / (2.0 + local_weight)
-    shift = low + scale * (1.0 + local_weight)  # as a * r + b, the identity map is exact
+    scale, shift = wire_map(local_weight, bounds)
     return np.clip(scale * (R + local_weight * l) + shift, low, high)  # clip: rounding only
+
+
+def wire_map(local_weight: float, bounds: tuple[float, float] = (-1.0, 1.0)) -> tuple[float, float]:
+    """``(scale, shift)`` of the affine map from reward units onto the wire's bounds::
+
+        scale = (high - low) / (2 + w_s)      shift = low + scale * (1 + w_s)
+
+    so ``token_score = scale * r + shift`` and ``r = (token_score - shift) / scale``; with the
+    default bounds and ``w_s = 0`` it is the identity, exactly."""
+    low, high = bounds
+    scale = (high - low) / (2.0 + local_weight)
+    return scale, low + scale * (1.0 + local_weight)
 
 
 def compose(result: ScoreResult, length: int, offsets: Offsets, local_weight: float,

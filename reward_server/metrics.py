@@ -14,7 +14,7 @@ class Metrics:
         self.latency = Histogram("botgrpo_request_seconds", "HTTP request latency", ["route"], registry=self.registry,
                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
         self.rollouts = Counter("botgrpo_rollouts_total", "rollouts scored", ["task", "outcome"], registry=self.registry)
-        self.queue_depth = Gauge("botgrpo_queue_depth", "rollouts queued and not yet scored", registry=self.registry)
+        self.queue_depth = Gauge("botgrpo_queue_depth", "rollouts queued, being scored, or scored and not yet sent to their client", registry=self.registry)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from reward_server.scorers import SCORERS, create_scorer, scorer_class
-from reward_server.composition import clip_outcome, compose
+from reward_server.composition import clip_outcome, compose, wire_map
+from reward_server.references import reference_problems
 from reward_server.scorers.base import Rollout, ScoreResult
 from reward_server.settings import ServerSettings
 from reward_server.spans import check_offsets, default_split
@@ -81,7 +82,12 @@ class ScoringService:
 
     # ---------------------------------------------------------------- validation
     def check(self, request: RewardRequest) -> BaseModel:
-        """The request's validated options; :class:`RequestRejected` naming the first problem."""
+        """The request's validated options; :class:`RequestRejected` naming the first problem.
+
+        Each rollout's ``reference`` is validated against its scorer's ``Reference`` model (see
+        :mod:`reward_server.references`): a malformed spec is a 422 naming the field, never a
+        rollout judged as if it had none. The HTTP layer calls this before queueing (Redis too).
+        """
         s = self.settings
         if request.task not in self.tasks():
             raise RequestRejected(422, f"unknown task {request.task!r}; valid tasks: {self.tasks()}")
@@ -89,12 +95,17 @@ class ScoringService:
             if len(request.rollouts) > getattr(s, limit):
                 raise RequestRejected(413, f"{len(request.rollouts)} rollouts exceed the limit {limit}={getattr(s, limit)}")
         options = self._options(request.task, request.options)
+        reference_model = getattr(scorer_class(request.task), "Reference", None)
         seen: set[str] = set()
         total_tokens = 0
         for i, rollout in enumerate(request.rollouts):
             if rollout.id in seen:
                 raise RequestRejected(422, f"rollouts[{i}].id {rollout.id!r} is not unique in the request")
             seen.add(rollout.id)
+            if reference_model is not None and rollout.reference is not None:
+                problems = reference_problems(reference_model, rollout.reference, f"rollouts[{i}].reference")
+                if problems:
+                    raise RequestRejected(422, f"invalid reference for task {request.task!r}: {'; '.join(problems)}")
             if len(rollout.completion) > s.max_completion_chars:
                 raise RequestRejected(413, f"rollouts[{i}].completion has {len(rollout.completion)} characters; "
                                            f"the limit max_completion_chars is {s.max_completion_chars}")
@@ -209,7 +220,8 @@ class ScoringService:
         scores = compose(verdict, len(completion), offsets, local_weight, self.settings.bounds)
         return {"id": rollout["id"], "group": rollout.get("group"), "index": index,
                 "score": clip_outcome(verdict.score, self.settings.bounds), "passed": verdict.passed,
-                "token_offsets": offsets, "token_scores": scores, "details": verdict.details}
+                "token_offsets": offsets, "token_scores": scores,
+                "reward_map": list(wire_map(local_weight, self.settings.bounds)), "details": verdict.details}
 
 
 def error_result(rollout: dict[str, Any], index: int, error: str, bounds: tuple[float, float]) -> dict[str, Any]:

@@ -33,9 +33,17 @@ class ServerSettings(BaseModel):
                                     "their token_offsets, or the server's own split where omitted (413 above)")
     queue_max_depth: int = Field(10_000, gt=0, description="unfinished rollouts above which requests get 503")
     result_timeout_s: float = Field(300.0, gt=0, description="a rollout not scored by then gets an error result")
+    max_unsent_tokens: int = Field(262_144, gt=0, description="per request (in-process queue): tokens of results "
+                                   "scored but not yet sent above which the request's scoring pauses until its "
+                                   "client reads (a client that does not read costs no more memory or CPU)")
+    send_timeout_s: float = Field(60.0, gt=0, description="time a client has to accept each chunk of its response; "
+                                  "a client that stops reading longer is disconnected and its rollouts dropped")
     workers: int = Field(2, ge=1, description="in-process scoring tasks (embedded mode)")
     score_batch: int = Field(8, ge=1, description="rollouts a worker scores at once: smaller gives earlier "
                                                   "streamed results, larger better compiler batching")
+    score_chunk_s: float = Field(0.5, gt=0, description="seconds of work a worker takes from one request at once "
+                                 "(in-process queue): slow rollouts go one at a time, so another request waits "
+                                 "for about one rollout, not a batch (see services/queue/fair.py)")
     react_pool_size: int = Field(2, ge=1, description="Node compiler workers per process")
     react_allow: list[str] = Field(default_factory=list, description="bare imports allowed besides react/react-dom")
     sandbox_require: list[str] = Field(default_factory=lambda: [AUTO], description="isolation layers the compiler "

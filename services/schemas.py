@@ -83,7 +83,7 @@ def _clean_input(value: Any) -> Any:
 
 Text = Annotated[str, BeforeValidator(_clean_input)]
 JSONObject = Annotated[dict[str, Any], BeforeValidator(_clean_input)]
-Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
+Offset = Annotated[int, Field(strict=True, ge=0, le=MAX_OFFSET)]  # strict: "0", true and 1.0 are not offsets
 Span = tuple[int, int]
 
 
@@ -97,7 +97,8 @@ class RolloutIn(BaseModel):
     prompt: Optional[Text] = Field(None, description="the prompt, for scorers that use it")
     completion: Text = Field(..., description="the text to score")
     token_offsets: Optional[list[tuple[Offset, Offset]]] = Field(
-        None, description="[start, end) character spans of the caller's tokens in `completion` (integers "
+        None, description="[start, end) character spans of the caller's tokens in `completion` (JSON integers, not strings, "
+                          "booleans or floats; "
                           "0 <= start <= end <= len(completion)); the server splits on whitespace when omitted")
     reference: Optional[JSONObject] = Field(
         None, description='task-specific ground truth, e.g. {"answer": "42"} (math) or {"spec": {...}} (react)')
@@ -126,6 +127,10 @@ class Result(BaseModel):
     passed: Optional[bool] = Field(None, description="the scorer's verdict (compiles / answer correct); null if unknown")
     token_offsets: list[Span] = Field(..., description="the spans scored: the caller's, or the server's own split")
     token_scores: list[float] = Field(..., description="one finite score per span, within the bounds")
+    reward_map: Optional[tuple[float, float]] = Field(
+        None, description="[scale, shift]: token_score = scale * r + shift, r the token reward in the recipe's units "
+                          "(R + w_s * l, R in [-1, 1], l in [-1, 0]); a trainer divides it out before a floor in "
+                          "reward units (bot_grpo's min_std) applies. Absent on error results")
     details: dict[str, Any] = Field(default_factory=dict, description="diagnostics: error spans and messages, extracted answer, ...")
     error: Optional[str] = Field(None, description="set when the rollout could not be scored (it then scores the lower bound)")
 

@@ -375,9 +375,14 @@ def test_readyz_and_the_first_log_line_report_the_isolation_layers(server):
     active = sorted(iso.detect().layers, key=iso.ALL_LAYERS.index)
     assert ready["isolation"]["active"] == active
     assert ready["isolation"]["missing"] == [layer for layer in iso.ALL_LAYERS if layer not in active]
-    assert {"fs_view", "drop_privileges"} <= set(ready["isolation"]["required"])  # bubblewrap works here
+    # `sandbox_require: auto` requires what this host provides: no more (it would refuse to start), no less
+    from reward_server.settings import AUTO_LAYERS
+    assert ready["isolation"]["required"] == [layer for layer in iso.ALL_LAYERS if layer in AUTO_LAYERS and layer in active]
     first = server.log_path.read_text().splitlines()[0]
     assert "isolation" in first and all(layer in first for layer in active), first
+    from tests.helpers import require_host
+    require_host(iso.detect().bwrap, "bubblewrap (bwrap)")  # where it works, auto requires its layers
+    assert {"fs_view", "drop_privileges"} <= set(ready["isolation"]["required"])
 
 
 def _path_without_bwrap(tmp_path: Path) -> str:

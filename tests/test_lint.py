@@ -121,6 +121,9 @@ def test_lint_spans_are_bounded_in_the_reward(scorer):
 
 
 def test_lint_at_render(scorer):
+    from sandbox import isolation as iso
+    from tests.helpers import require_host
+    require_host(iso.render_refusal(iso.detect().layers) is None, "bubblewrap with user namespaces (the render layers)")
     [result] = scorer.score_batch([Rollout(f"```tsx\n{FINDINGS}```")],
                                   ReactOptions(level="render", lint="fail"))
     assert result.details["render"]["status"] == "ok" and result.passed is False

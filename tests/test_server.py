@@ -145,6 +145,17 @@ def test_async_client_streams(server):
     assert {s["task"] for s in info["scorers"]} == {"react", "math"}
 
 
+def wait_for_depth(url: str, depth: int, timeout_s: float = 30.0) -> None:
+    """Until the server's queue-depth gauge reads ``depth``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        metrics = httpx.get(url + "/metrics", timeout=10).text
+        if f"botgrpo_queue_depth {float(depth)}" in metrics:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the queue never reached depth {depth}")
+
+
 def test_backpressure_answers_503_with_retry_after(tmp_path):
     require_node_toolchain()
     srv = LiveServer(tmp_path, env={"BOTGRPO_QUEUE_MAX_DEPTH": "3", "BOTGRPO_WARM_SCORERS": "false"})
@@ -155,7 +166,7 @@ def test_backpressure_answers_503_with_retry_after(tmp_path):
         assert too_big.status_code == 413 and "queue_max_depth=3" in too_big.json()["detail"]
         with ThreadPoolExecutor(1) as pool:  # the first batch fills the queue while the Node pool starts
             first = pool.submit(httpx.post, srv.url + "/v1/rewards", json=react, timeout=60)
-            time.sleep(0.3)
+            wait_for_depth(srv.url, 3)  # not a fixed sleep: on a loaded machine the first request takes longer to land
             r = httpx.post(srv.url + "/v1/rewards", json={"task": "math", "rollouts": math_rollouts(1)}, timeout=30)
             assert r.status_code == 503 and int(r.headers["retry-after"]) >= 1 and "max_depth=3" in r.json()["detail"]
             assert first.result().status_code == 200

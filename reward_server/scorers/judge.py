@@ -34,6 +34,7 @@ from reward_server.judge.cache import JudgeCache
 from reward_server.judge.client import JudgeClient, JudgeConfig, JudgeError
 from reward_server.scorers.base import Rollout, ScoreResult
 from reward_server.scorers.react import ReactOptions, ReactScorer
+from reward_server.references import ReactReference
 
 FAIL = -1.0
 
@@ -73,6 +74,7 @@ class JudgeScorer:
 
     name: ClassVar[str] = "judge"
     Options: ClassVar[type[BaseModel]] = JudgeOptions
+    Reference: ClassVar[type[BaseModel]] = ReactReference  # checked at request time (reward_server.references)
 
     def __init__(self, config: Optional[JudgeConfig] = None, *, react: Optional[ReactScorer] = None,
                  cache: Optional[JudgeCache] = None, concurrency: int = 8, **react_kwargs: Any) -> None:

@@ -1,8 +1,19 @@
-"""Single-process back end: an asyncio queue drained by worker tasks in the server's own loop.
+"""Single-process back end: a fair backlog drained by worker tasks in the server's own loop.
 
 Used when no ``REDIS_URL`` is configured (development, single-box deployments). It has the same
 contract as the Redis back end, so the server cannot tell them apart: batching for the handler,
 per-item error isolation, exactly-once streaming of outcomes, and backpressure via ``max_depth``.
+
+Two rules keep one client from costing the others (see :mod:`.fair` for the first):
+
+* **fair**: each batch waits in its own lane and workers serve the lanes round-robin, so a
+  request's wait does not grow with the backlog other requests queued before it;
+* **bounded while unread**: an item counts toward ``max_depth`` from ``submit`` until its
+  outcome is *read* by ``results()`` (not merely scored), and a batch whose unread outcomes weigh
+  ``max_unsent`` or more (``weigh``: 1 per outcome by default; the server counts tokens) gets no
+  more worker time until its reader catches up. A client that stops reading its stream therefore
+  stops its own scoring and holds at most about ``max_unsent`` of results in memory; when its
+  reader leaves, the batch's waiting items are dropped.
 """
 from __future__ import annotations
 
@@ -10,10 +21,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from .base import Handler, Outcome, OutcomeCollector, WorkItem, check_admission
+from .fair import FairBacklog
 from .scoring import score_items
 
 log = logging.getLogger(__name__)
@@ -29,13 +41,16 @@ class _Inbox:
     created: float = field(default_factory=time.monotonic)
     outcomes: asyncio.Queue[Outcome] = field(default_factory=asyncio.Queue)
     has_reader: bool = False
+    owed: int = 0  # items submitted whose outcome has not been read: they count toward max_depth
+    unsent: int = 0  # the weight of the outcomes waiting in ``outcomes``
 
 
 class InProcessQueue:
     """``RolloutQueue`` backed by ``workers`` asyncio tasks calling ``handler`` in-process.
 
-    Each worker takes up to ``max_batch`` waiting items at once so the handler can batch them.
-    Inboxes of batches nobody reads are dropped after ``result_ttl_s`` so they cannot leak.
+    Each worker takes up to ``max_batch`` waiting items of one batch at once so the handler can
+    batch them (fewer while other batches wait, see :mod:`.fair`). Inboxes of batches nobody
+    reads are dropped after ``result_ttl_s`` so they cannot leak.
     """
 
     def __init__(
@@ -47,16 +62,22 @@ class InProcessQueue:
         *,
         retry_after_s: float = 1.0,
         result_ttl_s: float = 3600.0,
+        max_unsent: int = 64,
+        weigh: Callable[[Outcome], int] = lambda outcome: 1,
+        chunk_s: float = 0.5,
     ) -> None:
-        if workers < 1 or max_batch < 1 or max_depth < 1:
-            raise ValueError("workers, max_batch and max_depth must all be >= 1")
+        if workers < 1 or max_batch < 1 or max_depth < 1 or max_unsent < 1:
+            raise ValueError("workers, max_batch, max_depth and max_unsent must all be >= 1")
         self._handler = handler
         self._n_workers = workers
         self._max_depth = max_depth
         self._max_batch = max_batch
         self._retry_after_s = retry_after_s
         self._result_ttl_s = result_ttl_s
-        self._pending: asyncio.Queue[WorkItem] = asyncio.Queue()
+        self._max_unsent = max_unsent
+        self._weigh = weigh
+        self._backlog = FairBacklog(chunk_s)
+        self._wakeup = asyncio.Event()  # set when work is added or a reader frees room
         self._inboxes: dict[str, _Inbox] = {}
         self._depth = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -81,9 +102,10 @@ class InProcessQueue:
         check_admission(self._depth, len(items), self._max_depth, self._retry_after_s)
         self._drop_stale_inboxes()
         for item in items:
-            self._inboxes.setdefault(item.batch, _Inbox())
-            self._pending.put_nowait(item)
+            self._inboxes.setdefault(item.batch, _Inbox()).owed += 1
+        self._backlog.add(items)
         self._depth += len(items)
+        self._wakeup.set()
 
     async def results(self, batch: str, count: int, timeout_s: float) -> AsyncIterator[Outcome]:
         inbox = self._inboxes.setdefault(batch, _Inbox())
@@ -100,13 +122,37 @@ class InProcessQueue:
                     outcome = await asyncio.wait_for(inbox.outcomes.get(), remaining)
                 except asyncio.TimeoutError:
                     break
+                self._read(inbox, outcome)
                 if collector.accept(outcome):
                     yield outcome
             for outcome in collector.time_out_rest():
                 yield outcome
         finally:
-            # Outcomes that finish after the reader is gone have nowhere to go; drop them.
-            self._inboxes.pop(batch, None)
+            # The reader is done (or gone): outcomes that finish later have nowhere to go, its
+            # waiting items are dropped and nothing of the batch counts toward max_depth.
+            self._forget(batch)
+
+    def _read(self, inbox: _Inbox, outcome: Outcome) -> None:
+        """``outcome`` left the inbox: it no longer counts toward max_depth nor the unsent weight."""
+        inbox.unsent -= self._weight(outcome)
+        if inbox.owed > 0:
+            inbox.owed -= 1
+            self._depth -= 1
+        self._wakeup.set()
+
+    def _forget(self, batch: str) -> None:
+        inbox = self._inboxes.pop(batch, None)
+        self._backlog.drop(batch)
+        if inbox is not None:
+            self._depth -= inbox.owed
+            inbox.owed = 0
+        self._wakeup.set()
+
+    def _weight(self, outcome: Outcome) -> int:
+        try:
+            return max(1, int(self._weigh(outcome)))
+        except Exception:  # noqa: BLE001 - a weight is an estimate; an odd result weighs 1
+            return 1
 
     async def depth(self) -> int:
         return self._depth
@@ -117,27 +163,38 @@ class InProcessQueue:
     async def _work_loop(self) -> None:
         while True:
             items = await self._take_batch()
+            started = time.monotonic()
             scored = await score_items(self._handler, items)
+            self._backlog.record(items[0].batch, len(items), time.monotonic() - started)
             for item, verdict in zip(items, scored):
                 self._deliver(Outcome(item.batch, item.index, verdict.result, verdict.error))
-            self._depth -= len(items)
+
+    def _ready(self, batch: str) -> bool:
+        """A batch gets worker time while its unread outcomes weigh less than ``max_unsent``."""
+        inbox = self._inboxes.get(batch)
+        return inbox is None or inbox.unsent < self._max_unsent
 
     async def _take_batch(self) -> list[WorkItem]:
-        """Wait for one item, then take whatever else is already waiting, up to ``max_batch``."""
-        items = [await self._pending.get()]
-        while len(items) < self._max_batch and not self._pending.empty():
-            items.append(self._pending.get_nowait())
-        return items
+        """Wait until some batch is ready, then take up to ``max_batch`` of its items (fairly)."""
+        while True:
+            self._wakeup.clear()
+            items = self._backlog.take(self._max_batch, self._ready)
+            if items:
+                if len(self._backlog):
+                    self._wakeup.set()  # more work: let an idle worker look too
+                return items
+            await self._wakeup.wait()
 
     def _deliver(self, outcome: Outcome) -> None:
         inbox = self._inboxes.get(outcome.batch)
         if inbox is None:
             log.debug("dropping outcome for %s[%d]: no reader", outcome.batch, outcome.index)
             return
+        inbox.unsent += self._weight(outcome)
         inbox.outcomes.put_nowait(outcome)
 
     def _drop_stale_inboxes(self) -> None:
         cutoff = time.monotonic() - self._result_ttl_s
         stale = [b for b, box in self._inboxes.items() if not box.has_reader and box.created < cutoff]
         for batch in stale:
-            del self._inboxes[batch]
+            self._forget(batch)

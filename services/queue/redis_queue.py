@@ -18,6 +18,7 @@ from .backoff import Backoff
 from .base import Outcome, OutcomeCollector, QueueFull, WorkItem, reject_oversized
 from .redis_streams import (
     DEFAULT_GROUP,
+    DEFAULT_LANES,
     DEFAULT_STREAM,
     RESULTS_PREFIX,
     TRANSIENT_ERRORS,
@@ -26,22 +27,34 @@ from .redis_streams import (
     decode_outcome,
     encode_item,
     ensure_group,
+    lane_streams,
     result_key,
 )
 
 log = logging.getLogger(__name__)
+# Results read from Redis per XREAD: a reader holds at most this many in memory beyond what its
+# client has taken (a client that stops reading leaves the rest in Redis, under its TTL).
+READ_CHUNK = 16
 
-# Check the backlog and append the whole submission in one atomic step: concurrent submitters
-# (several server replicas) cannot overshoot max_depth between the check and the append, and a
-# submission is enqueued all-or-nothing. No MAXLEN: trimming would silently drop unconsumed work.
+# Check the backlog over every lane and append the whole submission to the shortest lane, in one
+# atomic step: concurrent submitters (several server replicas) cannot overshoot max_depth between
+# the check and the append, and a submission is enqueued all-or-nothing. No MAXLEN: trimming
+# would silently drop unconsumed work. KEYS: the lanes; ARGV: max_depth, then batch/index/payload.
 _SUBMIT_SCRIPT = """
-local depth = redis.call('XLEN', KEYS[1])
+local depth, lane, shortest = 0, 1, nil
+for i = 1, #KEYS do
+  local length = redis.call('XLEN', KEYS[i])
+  depth = depth + length
+  if shortest == nil or length < shortest then
+    lane, shortest = i, length
+  end
+end
 local incoming = (#ARGV - 1) / 3
 if depth + incoming > tonumber(ARGV[1]) then
   return {0, depth}
 end
 for i = 2, #ARGV, 3 do
-  redis.call('XADD', KEYS[1], '*', 'batch', ARGV[i], 'index', ARGV[i + 1], 'payload', ARGV[i + 2])
+  redis.call('XADD', KEYS[lane], '*', 'batch', ARGV[i], 'index', ARGV[i + 1], 'payload', ARGV[i + 2])
 end
 return {1, depth + incoming}
 """
@@ -65,9 +78,11 @@ class RedisQueue:
         retry_after_s: float = 2.0,
         results_prefix: str = RESULTS_PREFIX,
         poll_s: float = 1.0,
+        lanes: int = DEFAULT_LANES,
     ) -> None:
         self._url = redis_url
         self._stream = stream
+        self._lanes = lane_streams(stream, lanes)  # workers must be started with the same ``lanes``
         self._group = group
         self._max_depth = max_depth
         self._result_ttl_s = result_ttl_s
@@ -90,7 +105,8 @@ class RedisQueue:
             self._redis = connect(self._url, longest_block_s=self._poll_s)
             self._submit_script = self._redis.register_script(_SUBMIT_SCRIPT)
         try:
-            await ensure_group(self._redis, self._stream, self._group)
+            for lane in self._lanes:
+                await ensure_group(self._redis, lane, self._group)
         except TRANSIENT_ERRORS as exc:
             log.warning("Redis unreachable at start (%s); will keep trying on use", exc)
 
@@ -108,7 +124,7 @@ class RedisQueue:
             fields = encode_item(item)
             args += [fields["batch"], fields["index"], fields["payload"]]
         assert self._submit_script is not None, "RedisQueue used before start()"
-        accepted, depth = await self._submit_script(keys=[self._stream], args=args)
+        accepted, depth = await self._submit_script(keys=self._lanes, args=args)
         if not accepted:
             raise QueueFull(int(depth), self._max_depth, self._retry_after_s)
 
@@ -129,8 +145,8 @@ class RedisQueue:
             if remaining <= 0:
                 break
             try:
-                reply = await self._client.xread(
-                    {key: last_id}, count=max(count, 1), block=max(1, int(1000 * min(remaining, self._poll_s)))
+                reply = await self._client.xread(  # a few results at a time: the reader's pace bounds memory
+                    {key: last_id}, count=READ_CHUNK, block=max(1, int(1000 * min(remaining, self._poll_s)))
                 )
                 backoff.reset()
             except TRANSIENT_ERRORS as exc:
@@ -150,8 +166,11 @@ class RedisQueue:
             yield outcome
 
     async def depth(self) -> int:
-        """Unfinished items: workers delete entries once finished, so this is the stream length."""
-        return int(await self._client.xlen(self._stream))
+        """Unfinished items: workers delete entries once finished, so this is the lanes' length."""
+        pipe = self._client.pipeline(transaction=False)
+        for lane in self._lanes:
+            pipe.xlen(lane)
+        return sum(int(n) for n in await pipe.execute())
 
     async def healthy(self) -> bool:
         try:

@@ -1,7 +1,10 @@
 """How the Redis back end lays out its data, shared by the server side and the workers.
 
-* Work stream (``botgrpo:rollouts``): one entry per item, fields ``batch``, ``index``,
-  ``payload`` (JSON). Entries are deleted once finished, so its length *is* the backlog.
+* Work streams, one per *lane* (``botgrpo:rollouts``, ``botgrpo:rollouts:lane:1``, ...,
+  :func:`lane_streams`): one entry per item, fields ``batch``, ``index``, ``payload`` (JSON). A
+  submission goes whole into the shortest lane, so a request queued behind a flood sits in a lane
+  of its own, and workers read every lane at once (:mod:`.redis_worker`). Entries are deleted
+  once finished, so the lanes' total length *is* the backlog.
 * Result stream per batch (``botgrpo:results:{batch}``): fields ``index`` and either ``result``
   (JSON) or ``error``. Expires ``result_ttl_s`` after the last write.
 * Dead-letter stream (``botgrpo:dead``): the work entry plus ``error``, ``attempts``, ``entry_id``.
@@ -37,8 +40,18 @@ class MalformedEntry(ValueError):
     """A stream entry this code cannot decode (written by something else, or a newer version)."""
 
 
+DEFAULT_LANES = 4
+
+
 def result_key(batch: str, prefix: str = RESULTS_PREFIX) -> str:
     return f"{prefix}{batch}"
+
+
+def lane_streams(stream: str, lanes: int = DEFAULT_LANES) -> list[str]:
+    """The work streams of ``lanes`` lanes: ``stream`` itself first (a lone request uses it)."""
+    if lanes < 1:
+        raise ValueError("lanes must be >= 1")
+    return [stream] + [f"{stream}:lane:{i}" for i in range(1, lanes)]
 
 
 def connect(redis_url: str, *, longest_block_s: float = 1.0) -> aioredis.Redis:

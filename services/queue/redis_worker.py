@@ -2,7 +2,11 @@
 
 Delivery is at-least-once and the result stream is the unit of idempotency:
 
-1. ``XREADGROUP >`` hands this worker a batch; the entries sit in its pending list (PEL).
+1. ``XREADGROUP >`` over every lane hands this worker a batch; the entries sit in its pending
+   list (PEL). Fairness: a read takes ``batch_size / (lanes with work)`` entries from each lane
+   (a lone request still gets whole batches) and scores the lane with the shortest backlog
+   first, so a request in a lane of its own waits for the batch in a worker's hands, not for
+   the flood queued before it (see :func:`.redis_streams.lane_streams`).
 2. The handler scores them (a failed batch is retried item by item, see :mod:`.scoring`).
 3. One MULTI/EXEC publishes the outcomes and XACKs + XDELs the entries, so an item is never
    both finished and still queued. Deleting finished entries keeps ``XLEN`` equal to the backlog
@@ -39,6 +43,7 @@ from .base import Handler, Outcome, WorkItem
 from .redis_streams import (
     DEFAULT_DEAD_STREAM,
     DEFAULT_GROUP,
+    DEFAULT_LANES,
     DEFAULT_STREAM,
     RESULTS_PREFIX,
     TRANSIENT_ERRORS,
@@ -48,6 +53,7 @@ from .redis_streams import (
     encode_outcome,
     ensure_group,
     is_missing_group,
+    lane_streams,
     result_key,
 )
 from .scoring import score_items
@@ -57,8 +63,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _Delivery:
-    """A work entry as handed to this worker, with how many times it has been delivered so far."""
+    """A work entry (of lane ``stream``) as handed to this worker, with how many times it has
+    been delivered so far."""
 
+    stream: str
     entry_id: str
     fields: dict[str, str]
     attempts: int
@@ -70,11 +78,11 @@ class _Commit:
 
     outcomes: list[Outcome] = field(default_factory=list)
     dead: list[dict[str, str]] = field(default_factory=list)
-    done_ids: list[str] = field(default_factory=list)
+    done_ids: list[tuple[str, str]] = field(default_factory=list)  # (lane, entry id)
 
     def finish(self, delivery: _Delivery, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
-        self.done_ids.append(delivery.entry_id)
+        self.done_ids.append((delivery.stream, delivery.entry_id))
 
     def bury(self, delivery: _Delivery, item: WorkItem | None, error: str, consumer: str) -> None:
         """Dead-letter the entry and, when we know whom it belongs to, tell its client why."""
@@ -84,7 +92,7 @@ class _Commit:
         )
         if item is not None:
             self.outcomes.append(Outcome(item.batch, item.index, None, error))
-        self.done_ids.append(delivery.entry_id)
+        self.done_ids.append((delivery.stream, delivery.entry_id))
 
 
 class RedisWorker:
@@ -106,12 +114,14 @@ class RedisWorker:
         dead_maxlen: int = 100_000,
         result_ttl_s: int = 3600,
         results_prefix: str = RESULTS_PREFIX,
+        lanes: int = DEFAULT_LANES,
     ) -> None:
         if batch_size < 1 or max_attempts < 1:
             raise ValueError("batch_size and max_attempts must be >= 1")
         self._url = redis_url
         self._handler = handler
         self._stream = stream
+        self._lanes = lane_streams(stream, lanes)  # the same ``lanes`` as the servers' RedisQueue
         self._group = group
         self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
         self._batch_size = batch_size
@@ -138,7 +148,8 @@ class RedisWorker:
         try:
             while not stop.is_set():
                 try:
-                    await ensure_group(self._client, self._stream, self._group)
+                    for lane in self._lanes:
+                        await ensure_group(self._client, lane, self._group)
                     await self._serve(stop, backoff)
                 except TRANSIENT_ERRORS as exc:
                     log.warning("%s: Redis unavailable (%s); reconnecting", self.consumer, exc)
@@ -161,34 +172,45 @@ class RedisWorker:
             if time.monotonic() >= next_reclaim:
                 await self._reclaim_idle(stop)
                 next_reclaim = time.monotonic() + self._reclaim_every_s
+            lengths = await self._lane_lengths()
+            busy = sum(1 for n in lengths.values() if n > 0)
             reply = await self._client.xreadgroup(
-                self._group, self.consumer, {self._stream: ">"}, count=self._batch_size, block=self._block_ms
+                self._group, self.consumer, {lane: ">" for lane in self._lanes},
+                count=-(-self._batch_size // max(1, busy)), block=self._block_ms,
             )
             backoff.reset()
-            fresh = [_Delivery(eid, fields, 1) for _s, entries in reply or [] for eid, fields in entries]
-            if fresh:
-                await self._process(fresh, stop)
+            by_lane = {lane: [_Delivery(lane, eid, fields, 1) for eid, fields in entries]
+                       for lane, entries in reply or [] if entries}
+            for lane in sorted(by_lane, key=lambda name: lengths.get(name, 0)):  # the shortest backlog first
+                await self._process(by_lane[lane], stop)
+
+    async def _lane_lengths(self) -> dict[str, int]:
+        pipe = self._client.pipeline(transaction=False)
+        for lane in self._lanes:
+            pipe.xlen(lane)
+        return {lane: int(n) for lane, n in zip(self._lanes, await pipe.execute())}
 
     async def _reclaim_idle(self, stop: asyncio.Event) -> None:
         """Take over entries whose consumer has held them too long (presumed dead) and score them."""
-        cursor = "0-0"
-        while not stop.is_set():
-            cursor, claimed, *_ = await self._client.xautoclaim(
-                self._stream, self._group, self.consumer,
-                min_idle_time=self._claim_idle_ms, start_id=cursor, count=self._batch_size,
-            )
-            claimed = [(eid, fields) for eid, fields in claimed if eid is not None and fields]
-            if claimed:
-                log.info("%s: reclaimed %d idle entries", self.consumer, len(claimed))
-                attempts = await self._delivery_counts([eid for eid, _ in claimed])
-                await self._process([_Delivery(eid, f, attempts.get(eid, 1)) for eid, f in claimed], stop)
-            if cursor == "0-0":
-                return
+        for lane in self._lanes:
+            cursor = "0-0"
+            while not stop.is_set():
+                cursor, claimed, *_ = await self._client.xautoclaim(
+                    lane, self._group, self.consumer,
+                    min_idle_time=self._claim_idle_ms, start_id=cursor, count=self._batch_size,
+                )
+                claimed = [(eid, fields) for eid, fields in claimed if eid is not None and fields]
+                if claimed:
+                    log.info("%s: reclaimed %d idle entries", self.consumer, len(claimed))
+                    attempts = await self._delivery_counts(lane, [eid for eid, _ in claimed])
+                    await self._process([_Delivery(lane, eid, f, attempts.get(eid, 1)) for eid, f in claimed], stop)
+                if cursor == "0-0":
+                    break
 
-    async def _delivery_counts(self, entry_ids: list[str]) -> dict[str, int]:
+    async def _delivery_counts(self, lane: str, entry_ids: list[str]) -> dict[str, int]:
         pipe = self._client.pipeline(transaction=False)
         for eid in entry_ids:
-            pipe.xpending_range(self._stream, self._group, eid, eid, 1)
+            pipe.xpending_range(lane, self._group, eid, eid, 1)
         counts: dict[str, int] = {}
         for rows in await pipe.execute():
             for row in rows:
@@ -257,17 +279,22 @@ class RedisWorker:
             pipe.expire(key, self._result_ttl_s)
         for record in commit.dead:
             pipe.xadd(self._dead_stream, record, maxlen=self._dead_maxlen, approximate=True)
-        pipe.xack(self._stream, self._group, *commit.done_ids)
-        pipe.xdel(self._stream, *commit.done_ids)
+        by_lane: dict[str, list[str]] = {}
+        for lane, entry_id in commit.done_ids:
+            by_lane.setdefault(lane, []).append(entry_id)
+        for lane, entry_ids in by_lane.items():
+            pipe.xack(lane, self._group, *entry_ids)
+            pipe.xdel(lane, *entry_ids)
         await pipe.execute()
 
     async def _leave_group(self) -> None:
         """On a clean exit, remove this consumer from the group, but only if it holds no entries:
         deleting a consumer discards its pending list, which would lose that work."""
-        with contextlib.suppress(ResponseError, *TRANSIENT_ERRORS):
-            held = await self._client.xpending_range(self._stream, self._group, "-", "+", 1, self.consumer)
-            if not held:
-                await self._client.xgroup_delconsumer(self._stream, self._group, self.consumer)
+        for lane in self._lanes:
+            with contextlib.suppress(ResponseError, *TRANSIENT_ERRORS):
+                held = await self._client.xpending_range(lane, self._group, "-", "+", 1, self.consumer)
+                if not held:
+                    await self._client.xgroup_delconsumer(lane, self._group, self.consumer)
 
 
 async def run_worker(redis_url: str, handler: Handler, *, stop: asyncio.Event | None = None, **kwargs: Any) -> None:
