@@ -1,0 +1,189 @@
+"""slime's remote reward protocol (``/compat/slime/{task}``) against a live server: uvicorn in
+a subprocess, the real math scorer and the real Node pool for React.
+
+The peer's behaviour, read in its source (THUDM/slime at commit
+624b824a898ab0ec1fcb4d373004c7f3852bf515, 2026-08-21); facts only, no code copied:
+
+* slime/rollout/rm_hub/__init__.py, ``remote_rm`` (``--rm-type remote_rm``, ``--rm-url``): the
+  body is the dict ``{"prompt": sample.prompt, "response": sample.response, "label":
+  sample.label}`` (that key order), one sample per request, posted with aiohttp's
+  ``session.post(args.rm_url, json=payload)`` (120 s total timeout); ``raise_for_status()``, then
+  ``await resp.json()`` is returned as the reward; any error is retried, 10 tries, sleeping
+  min(2**attempt, 30) s plus jitter. aiohttp's ``json=`` body is
+  ``json.dumps(payload).encode("utf-8")`` with Content-Type application/json (aiohttp
+  ``payload.JsonPayload``); ``resp.json()`` refuses another Content-Type. aiohttp sends a URL's
+  ``user:password@`` as HTTP Basic auth, the only credential the client can send.
+* slime/utils/types.py, ``Sample``: ``prompt: str | list[dict[str, str]]`` (chat messages),
+  ``response: str``, ``label: str | None``, ``reward: float | dict``; ``get_reward_value`` is the
+  reward itself, or ``reward[args.reward_key]`` with ``--reward-key``.
+"""
+import base64
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from sandbox.testing import require_node_toolchain
+from tests.helpers import require_host
+from tests.live_server import LiveServer
+
+SLIME_COMMIT = "624b824a898ab0ec1fcb4d373004c7f3852bf515"
+KEY = "compat-key-2"
+BASIC = {"Authorization": "Basic " + base64.b64encode(f"botgrpo:{KEY}".encode("latin1")).decode()}
+PROMPT = "<|im_start|>user\nWhat is 6 * 7? Put the answer in \\boxed{}.<|im_end|>\n<|im_start|>assistant\n"
+RIGHT = "6 * 7 = 42, so the answer is \\boxed{42}."
+WRONG = "6 * 7 = 48, so the answer is \\boxed{48}."
+COUNTER = "```tsx\nexport default function Counter() {\n  return <button>+1</button>;\n}\n```"
+BROKEN = "```tsx\nexport default function Counter() {\n  return <button className=\"x\"+1</button>;\n}\n```"
+
+
+def node_available() -> bool:
+    try:
+        require_node_toolchain()
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    require_host(node_available(), "the Node toolchain (sandbox/node/node_modules)")
+    srv = LiveServer(tmp_path_factory.mktemp("slime"), env={"BOTGRPO_API_KEY": KEY, "BOTGRPO_MAX_COMPLETION_CHARS": "4000"})
+    yield srv
+    srv.stop()
+
+
+def slime_body(prompt, response, label) -> bytes:
+    """The bytes slime posts: its dict, in its key order, as aiohttp's ``json=`` encodes it."""
+    return json.dumps({"prompt": prompt, "response": response, "label": label}).encode("utf-8")
+
+
+def post(url, task, body: bytes, query="", headers=BASIC, timeout=120) -> httpx.Response:
+    return httpx.post(f"{url}/compat/slime/{task}{query}", content=body,
+                      headers={"Content-Type": "application/json", **headers}, timeout=timeout)
+
+
+def slime_reward(response: httpx.Response, reward_key=None) -> float:
+    """The reward as slime takes it: the JSON body (``resp.json()``), a key of it with --reward-key."""
+    assert response.status_code == 200, response.text  # raise_for_status()
+    assert response.headers["content-type"].split(";")[0] == "application/json"  # aiohttp's resp.json()
+    reward = response.json()
+    value = reward if reward_key is None else reward[reward_key]
+    assert type(value) in (float, int) and -1.0 <= value <= 1.0, reward
+    return float(value)
+
+
+def test_math_reward_is_the_body(server):
+    assert slime_reward(post(server.url, "math", slime_body(PROMPT, RIGHT, "42"))) == 1.0
+    assert slime_reward(post(server.url, "math", slime_body(PROMPT, WRONG, "42"))) == -1.0
+    assert slime_reward(post(server.url, "math", slime_body(PROMPT, RIGHT, "\\frac{84}{2}"))) == 1.0
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6 * 7?"}]
+    assert slime_reward(post(server.url, "math", slime_body(chat, RIGHT, "42"))) == 1.0  # prompt as messages
+
+
+def test_dict_form_for_reward_key_carries_the_token_scores(server):
+    r = post(server.url, "math", slime_body(PROMPT, "The answer is \\boxed{48}.", "42"), "?format=dict")
+    assert slime_reward(r, reward_key="reward") == -1.0
+    detail = r.json()
+    assert detail["score"] == 0.0 and detail["passed"] is False and detail["unscored"] is False
+    assert len(detail["token_scores"]) == len(detail["token_offsets"]) == 4  # the server's whitespace split
+    assert all(-1.0 <= s <= 1.0 for s in detail["token_scores"])
+    offsets = [tuple(s) for s in detail["token_offsets"]]
+    assert offsets[0][0] == 0 and offsets[-1][1] == len("The answer is \\boxed{48}.")
+    bare = post(server.url, "math", slime_body(PROMPT, "The answer is \\boxed{48}.", "42"), "?format=dict&local_weight=0")
+    assert set(bare.json()["token_scores"]) == {-1.0} != set(detail["token_scores"])  # options from the query
+
+
+def test_react_build_with_spec_labels(server):
+    spec = json.dumps({"component": "Counter", "elements": ["button"]})
+    assert slime_reward(post(server.url, "react", slime_body("Write Counter.", COUNTER, spec), "?level=build")) == 1.0
+    assert slime_reward(post(server.url, "react", slime_body("Write Counter.", COUNTER, "Counter"))) == 1.0
+    assert slime_reward(post(server.url, "react", slime_body("Write Counter.", COUNTER, "TodoList"))) == 0.0
+    assert slime_reward(post(server.url, "react", slime_body("Write Counter.", BROKEN, spec))) == -1.0
+    assert slime_reward(post(server.url, "react", slime_body("Write Counter.", COUNTER, None))) == 1.0  # no spec
+    detail = post(server.url, "react", slime_body("Write Counter.", BROKEN, None), "?format=dict").json()
+    assert detail["passed"] is False and min(detail["token_scores"]) == -1.0 < max(detail["token_scores"])
+
+
+def test_an_end_of_sequence_text_is_cut_off(server):
+    unfenced = "export default function Counter() {\n  return <button>+1</button>;\n}\n"
+    assert slime_reward(post(server.url, "react", slime_body("p", unfenced + "<|eot_id|>", "Counter"))) == 1.0
+    detail = post(server.url, "react", slime_body("p", unfenced + "<|eot_id|>", None), "?format=dict").json()
+    assert detail["passed"] is True and detail["token_offsets"][-1][1] <= len(unfenced)  # the marker is not scored
+
+
+def test_a_retried_request_gets_the_same_answer(server):
+    body = slime_body(PROMPT, "The answer is \\boxed{48}.", "42")
+    first, second = (post(server.url, "math", body, "?format=dict") for _ in range(2))
+    assert first.status_code == 200 and first.content == second.content
+
+
+@pytest.mark.parametrize("task, body, query, needle", [
+    ("math", slime_body(PROMPT, RIGHT, None), "", "label: task 'math' needs the reference answer"),
+    ("math", slime_body(PROMPT, RIGHT, ""), "", "label: task 'math' needs"),
+    ("math", json.dumps({"prompt": PROMPT, "label": "42"}).encode(), "", "response"),
+    ("math", json.dumps({"prompt": PROMPT, "response": RIGHT, "label": "42", "x": 1}).encode(), "", "x"),
+    ("math", json.dumps({"prompt": PROMPT, "response": 7, "label": "42"}).encode(), "", "response"),
+    ("math", b"[1, 2", "", "JSON decode error"),
+    ("math", slime_body(PROMPT, RIGHT, "42"), "?format=xml", "format"),
+    ("math", slime_body(PROMPT, RIGHT, "42"), "?level=build", "level"),
+    ("react", slime_body("p", COUNTER, '{"props": "button"}'), "", "label: not a valid spec"),
+    ("react", slime_body("p", COUNTER, "two words"), "", "label: a react label is a spec"),
+    ("nope", slime_body(PROMPT, RIGHT, "42"), "", "unknown task 'nope'"),
+])
+def test_bad_requests_are_422_naming_the_field(server, task, body, query, needle):
+    r = post(server.url, task, body, query)
+    assert r.status_code == 422 and needle in r.text, r.text
+
+
+def test_limits_and_auth_are_those_of_v1_rewards(server):
+    long = post(server.url, "math", slime_body(PROMPT, "1 + 1 = 2. " * 400, "2"))
+    assert long.status_code == 413 and "max_completion_chars" in long.text and "completion its response" in long.text
+    body = slime_body(PROMPT, RIGHT, "42")
+    assert post(server.url, "math", body, headers={}).status_code == 401
+    assert post(server.url, "math", body, headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert slime_reward(post(server.url, "math", body, headers={"Authorization": f"Bearer {KEY}"})) == 1.0
+    host = server.url.removeprefix("http://")  # --rm-url http://botgrpo:KEY@host/...: userinfo sent as Basic auth
+    assert slime_reward(post(f"http://botgrpo:{KEY}@{host}", "math", body, headers={})) == 1.0
+
+
+def test_backpressure_is_a_503_with_retry_after_and_the_retry_is_answered(tmp_path):
+    require_host(node_available(), "the Node toolchain (sandbox/node/node_modules)")
+    srv = LiveServer(tmp_path, env={"BOTGRPO_QUEUE_MAX_DEPTH": "3", "BOTGRPO_WARM_SCORERS": "false"})
+    react = {"task": "react", "options": {"level": "typecheck"},
+             "rollouts": [{"id": str(i), "completion": COUNTER} for i in range(3)]}
+    body = slime_body(PROMPT, WRONG, "42")
+    try:
+        with ThreadPoolExecutor(1) as pool:  # the batch fills the queue while the Node pool starts
+            first = pool.submit(httpx.post, srv.url + "/v1/rewards", json=react, timeout=120)
+            time.sleep(0.3)
+            busy = post(srv.url, "math", body, headers={})
+            assert busy.status_code == 503 and int(busy.headers["retry-after"]) >= 1, busy.text
+            assert first.result().status_code == 200
+        retried = post(srv.url, "math", body, headers={})  # what slime's backoff does next
+        assert slime_reward(retried) == -1.0
+        assert post(srv.url, "math", body, headers={}).content == retried.content
+    finally:
+        srv.stop()
+
+
+def test_with_redis_a_botgrpo_worker_scores_the_sample(tmp_path):
+    """REDIS_URL set: the route queues to Redis Streams and a separate ``botgrpo worker`` scores."""
+    from tests.live_server import worker
+    from tests.redis_server import RedisServer
+    require_host(node_available(), "the Node toolchain (sandbox/node/node_modules)")
+    redis = RedisServer(tmp_path / "redis")
+    redis.data_dir.mkdir()
+    redis.start()
+    env = {"REDIS_URL": redis.url}
+    scorer = worker(["--consumer", "w0"], env, tmp_path / "worker.log")
+    srv = LiveServer(tmp_path, env=env)
+    try:
+        assert slime_reward(post(srv.url, "math", slime_body(PROMPT, RIGHT, "42"), headers={})) == 1.0
+        assert slime_reward(post(srv.url, "react", slime_body("p", COUNTER, "Counter"), headers={})) == 1.0
+    finally:
+        srv.stop()
+        scorer.stop()
+        redis.stop()
