@@ -1,0 +1,49 @@
+"""BoT-GRPO: token-level reward RL for LLM reasoning.
+
+The public API, imported on first use (``import botgrpo`` itself loads neither torch nor the
+server)::
+
+    from botgrpo import compute_advantages, RewardClient, AsyncRewardClient, TrainConfig, Trainer
+
+``__version__`` is the one version string: the package metadata, the server's OpenAPI document
+and the deploy manifests' image tags read it (``tests/test_deploy_*.py`` check the manifests).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> the module that defines it
+_PUBLIC = {
+    "compute_advantages": "trainer.advantages",
+    "ESTIMATORS": "trainer.advantages",
+    "POLICY_LOSSES": "trainer.losses",
+    "KL_ESTIMATORS": "trainer.losses",
+    "aggregate": "trainer.losses",
+    "PRESETS": "trainer.presets",
+    "preset": "trainer.presets",
+    "TrainConfig": "trainer.config",
+    "Trainer": "trainer.loop",
+    "RewardClient": "services.client",
+    "AsyncRewardClient": "services.client",
+    "create_app": "reward_server.app",
+    "ServerSettings": "reward_server.settings",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'botgrpo' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once imported, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
