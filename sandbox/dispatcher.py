@@ -101,7 +101,7 @@ class WorkerSlot:
     def __init__(self, name: str, jobs: "queue.Queue[Job | None]", layers: frozenset[str],
                  config: iso.IsolationConfig, timeout_s: float, *, max_response_bytes: int,
                  max_batch: int, max_requests_per_worker: int,
-                 extra_env: dict[str, str], stats: PoolStats | None = None) -> None:
+                 extra_env: dict[str, str], stats: PoolStats | None = None, workers: int = 1) -> None:
         self.name = name
         self._jobs = jobs
         self._layers = layers
@@ -109,6 +109,7 @@ class WorkerSlot:
         self._timeout_s = timeout_s
         self._max_response_bytes = max_response_bytes
         self._max_batch = max_batch
+        self._workers = max(1, workers)  # dispatchers sharing the queue: each takes a fair share
         self._max_requests = max_requests_per_worker
         self._extra_env = extra_env
         self._stats = stats or PoolStats()
@@ -226,8 +227,12 @@ class WorkerSlot:
                 log.exception("%s: restart after an internal error failed", self.name)
 
     def _fill_batch(self, first: Job) -> list[Job]:
+        """``first`` and, without waiting, more queued jobs: up to ``max_batch`` and no more than
+        a fair share of the queue (its length over the number of workers, rounded up), so one
+        worker never takes a run of slow jobs while the others have nothing to do."""
+        share = -(-(self._jobs.qsize() + 1) // self._workers)
         batch = [first]
-        while len(batch) < self._max_batch:
+        while len(batch) < min(self._max_batch, share):
             try:
                 job = self._jobs.get_nowait()
             except queue.Empty:
@@ -268,10 +273,20 @@ class WorkerSlot:
         by_id = {f"{self.name}-{next(self._ids)}": job for job in batch}
         started = time.monotonic()
         total_timeout = self._timeout_s * (1 if len(batch) == 1 else 2) + sum(job.budget_s for job in batch)
+        # a typecheck answer may take two tsgo runs plus a probe (a batch's timed-out run, then
+        # its own: lib/typecheck.mjs); only silence past that says the worker itself is stuck
+        idle_timeout = self._timeout_s + max((job.budget_s for job in batch if job.level == "typecheck"), default=0.0)
+
+        def answer_early(request_id: str, response: dict[str, Any]) -> None:
+            # each job's answer as it arrives: an innocent file does not wait for a slow neighbour
+            job = by_id.get(request_id)
+            if job is not None and not response.get("poisoned"):
+                job.resolve(self._convert(job, response, time.monotonic() - started, worker))
+
         try:
             responses = worker.exchange([job.request(i) for i, job in by_id.items()],
-                                        idle_timeout_s=self._timeout_s,
-                                        total_timeout_s=total_timeout)
+                                        idle_timeout_s=idle_timeout,
+                                        total_timeout_s=total_timeout, on_response=answer_early)
         except WorkerError as error:
             self._recover(by_id, error, time.monotonic() - started, retry)
             return
@@ -281,7 +296,7 @@ class WorkerSlot:
             response = responses[request_id]
             if response.get("poisoned"):
                 poisoned.append((job, str(response["poisoned"])))
-            else:
+            elif not job.future.done():
                 job.resolve(self._convert(job, response, elapsed, worker))
         if poisoned:
             self._after_poisoning(poisoned, elapsed, retry)
@@ -314,7 +329,8 @@ class WorkerSlot:
             job = by_id.get(request_id)
             if job is not None and not response.get("poisoned"):
                 del by_id[request_id]
-                job.resolve(self._convert(job, response, elapsed, None))
+                if not job.future.done():
+                    job.resolve(self._convert(job, response, elapsed, None))
         if isinstance(error, ResponseTooLarge) and error.request_id in by_id:
             job = by_id.pop(error.request_id)
             job.resolve(failure(job.code, f"Compiler output too large: {error}", elapsed))
@@ -329,7 +345,7 @@ class WorkerSlot:
                      signals: frozenset[str]) -> CompileResult:
         if isinstance(error, WorkerTimeout):
             return failure(job.code, f"Compilation timed out after {self._timeout_s:.1f}s",
-                           elapsed, timed_out=True)
+                           elapsed, timed_out=True, over_budget="time")
         if isinstance(error, ResponseTooLarge):
             return failure(job.code, f"Compiler output too large: {error}", elapsed)
         if signals:

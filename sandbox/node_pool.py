@@ -56,11 +56,13 @@ class NodePool:
         enable_debug_levels: bool = False,
         render_unisolated: bool = False,
         render_heap_mb: int = 256,
+        tsgo_memory_mb: int = 1024,
     ) -> None:
         """``max_response_bytes`` is above ``max_code_bytes`` because summaries echo JSX text.
         ``enable_debug_levels`` turns on test-only worker levels (debug_hang, debug_crash).
         ``render_unisolated`` lets level ``render`` run without the filesystem and network
-        layers (an explicit operator choice); ``render_heap_mb`` caps a render thread's heap."""
+        layers (an explicit operator choice); ``render_heap_mb`` caps a render thread's heap; ``tsgo_memory_mb`` one tsgo
+        run's data segment (RLIMIT_DATA; 0: only the worker's own limit)."""
         if size < 1:
             raise ValueError("size must be >= 1")
         self.size = size
@@ -69,8 +71,11 @@ class NodePool:
         self.max_code_bytes = max_code_bytes
         self.render_unisolated = render_unisolated
         # One tsgo run may take this long before the worker kills it and re-runs its batch
-        # without the slow file; below timeout_s, so the worker answers before we give up on it.
-        extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(max(500, int(timeout_s * 600))),
+        # without the slow file. A file costs at most two runs (its batch's and its own), so
+        # 0.45 x timeout_s keeps a type-checking bomb within the per-rollout budget timeout_s.
+        self.tsgo_timeout_s = tsgo_timeout_s(timeout_s)
+        extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(int(self.tsgo_timeout_s * 1000)),
+                     "BOTGRPO_TSGO_MEMORY_MB": str(int(tsgo_memory_mb)),
                      "BOTGRPO_RENDER_HEAP_MB": str(int(render_heap_mb))}
         if enable_debug_levels:
             extra_env["BOTGRPO_SANDBOX_DEBUG"] = "1"
@@ -81,6 +86,7 @@ class NodePool:
             max_requests_per_worker=max_requests_per_worker,
             extra_env=extra_env,
             stats=self._stats,
+            workers=size,
         )
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._slots: list[WorkerSlot] = []
@@ -201,6 +207,8 @@ class NodePool:
             options = dict(render or {})
             extra["render"] = options
             budget_s = float(options.get("timeout_ms") or DEFAULT_RENDER_TIMEOUT_MS) / 1000 + 1.0
+        elif level == "typecheck":
+            budget_s = self.tsgo_timeout_s  # its own tsgo run, after its batch's (a suspect, a timeout)
         job = Job(code=code, level=level, allow=allow, future=future, extra=extra, budget_s=budget_s)
         if not isinstance(code, str):
             job.resolve(failure("", "code must be a string"))
@@ -255,6 +263,11 @@ class NodePool:
         future: Future = Future()
         self._enqueue(Job(code=code, level=level, allow=(), future=future, extra=dict(fields)))
         return future
+
+
+def tsgo_timeout_s(timeout_s: float) -> float:
+    """Wall-clock limit of one tsgo run for a pool whose per-rollout budget is ``timeout_s``."""
+    return max(0.5, round(timeout_s * 0.45, 3))
 
 
 def _per_file(render: Any, n: int) -> list[Any]:

@@ -93,6 +93,15 @@ class CompileResult:
     elapsed_s: float = 0.0
     lint: list[Diagnostic] = field(default_factory=list)
     render: RenderResult | None = None
+    # "time" or "memory" when a per-rollout budget stopped this input (then timed_out or crashed)
+    over_budget: str | None = None
+
+    @property
+    def budget_blamed(self) -> bool:
+        """A budget overrun the sandbox could place: some diagnostic spans the construct that
+        spent the budget (a recursive generic type alias and its instantiation), so the
+        failure is the code's, located like a compile error, not a fault of the whole file."""
+        return self.over_budget is not None and any(d.end > d.start for d in self.diagnostics)
 
 
 class Utf16Index:
@@ -150,10 +159,11 @@ def diagnostic_at(code: str, start: int, end: int, message: str) -> Diagnostic:
 
 
 def failure(code: str, message: str, elapsed_s: float = 0.0, *, timed_out: bool = False,
-            crashed: bool = False) -> CompileResult:
+            crashed: bool = False, over_budget: str | None = None) -> CompileResult:
     """A failing result that is not the code's fault alone (timeout, crash, limits)."""
     return CompileResult(ok=False, diagnostics=[diagnostic_at(code, 0, 0, message)],
-                         timed_out=timed_out, crashed=crashed, elapsed_s=elapsed_s)
+                         timed_out=timed_out, crashed=crashed, elapsed_s=elapsed_s,
+                         over_budget=over_budget)
 
 
 def _diagnostics(raws: Any, index: Utf16Index, redact: tuple[tuple[str, str], ...]) -> list[Diagnostic]:
@@ -209,8 +219,10 @@ def from_response(code: str, response: dict[str, Any], elapsed_s: float,
     diagnostics = _diagnostics(response.get("diagnostics"), index, redact)
     summary = _convert_spans(response.get("summary") or {}, index)
     timed_out, crashed = bool(response.get("timed_out")), bool(response.get("crashed"))
+    budget = response.get("budget")
+    over_budget = budget if budget in ("time", "memory") and (timed_out or crashed) else None
     return CompileResult(ok=bool(response.get("ok")) and not (timed_out or crashed),
                          diagnostics=diagnostics, summary=summary, timed_out=timed_out,
                          crashed=crashed, elapsed_s=elapsed_s,
                          lint=_diagnostics(response.get("lint"), index, redact),
-                         render=_render(response.get("render"), redact))
+                         render=_render(response.get("render"), redact), over_budget=over_budget)

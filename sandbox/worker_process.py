@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from sandbox import isolation as iso
 from sandbox.launcher import build_launch, worker_command
@@ -116,16 +116,19 @@ class WorkerProcess:
             raise WorkerError(f"{error}; worker stderr: {self.stderr_tail()[-2000:]}", {}) from None
 
     def exchange(self, requests: list[dict[str, Any]], idle_timeout_s: float,
-                 total_timeout_s: float) -> dict[str, dict[str, Any]]:
+                 total_timeout_s: float,
+                 on_response: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
         """Send requests, return {id: response}. Fails if no response arrives for
-        ``idle_timeout_s`` or the whole exchange exceeds ``total_timeout_s``."""
+        ``idle_timeout_s`` or the whole exchange exceeds ``total_timeout_s``. ``on_response(id,
+        response)`` is called as each response arrives, so a fast file's caller need not wait
+        for a slow neighbour of its batch."""
         # ASCII JSON: lone surrogates (valid in a Python str and in a JS string, not in UTF-8)
         # travel as \\uXXXX escapes instead of failing to encode.
         payload = b"".join(json.dumps(r, ensure_ascii=True).encode("ascii") + b"\n" for r in requests)
         deadline = time.monotonic() + total_timeout_s
         self._write(payload, min(deadline, time.monotonic() + idle_timeout_s))
         self.requests_served += len(requests)
-        return self._read_until({str(r["id"]) for r in requests}, idle_timeout_s, deadline)
+        return self._read_until({str(r["id"]) for r in requests}, idle_timeout_s, deadline, on_response)
 
     def kill(self) -> None:
         """SIGKILL the whole process group (bwrap/unshare, node, esbuild, tsgo) and reap it."""
@@ -163,8 +166,9 @@ class WorkerProcess:
             except BrokenPipeError:
                 raise WorkerCrashed("worker closed its input", {}) from None
 
-    def _read_until(self, pending_ids: set[str], idle_timeout_s: float,
-                    deadline: float | None = None) -> dict[str, dict[str, Any]]:
+    def _read_until(self, pending_ids: set[str], idle_timeout_s: float, deadline: float | None = None,
+                    on_response: Callable[[str, dict[str, Any]], None] | None = None,
+                    ) -> dict[str, dict[str, Any]]:
         responses: dict[str, dict[str, Any]] = {}
         fd = self._proc.stdout.fileno()
         idle_deadline = time.monotonic() + idle_timeout_s
@@ -176,8 +180,11 @@ class WorkerProcess:
                     raise ProtocolError("worker wrote a line that is not JSON", responses) from None
                 if not isinstance(response, dict):
                     raise ProtocolError("worker wrote a response that is not an object", responses)
-                responses[str(response.get("id"))] = response
+                response_id = str(response.get("id"))
+                responses[response_id] = response
                 idle_deadline = time.monotonic() + idle_timeout_s
+                if on_response is not None and response_id in pending_ids:
+                    on_response(response_id, response)
             if not pending_ids - responses.keys():
                 break
             limit = idle_deadline if deadline is None else min(idle_deadline, deadline)

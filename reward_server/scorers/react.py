@@ -36,6 +36,7 @@ from reward_server.react.extract import CodeBlock, extract_code
 from reward_server.react import render as rr
 from reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window
 from reward_server.react.spec import Spec, Violation, check_spec
+from reward_server.references import ReactReference
 from sandbox import isolation as iso
 from sandbox.node_pool import CompileResult, IsolationConfig, NodePool
 
@@ -66,8 +67,9 @@ class ReactOptions(RecipeOptions, rr.RenderOptions):
     @model_validator(mode="before")
     @classmethod
     def _apply_scheme(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("scheme") in SCHEMES:
-            return {**SCHEMES[data["scheme"]], **data}
+        scheme = data.get("scheme") if isinstance(data, dict) else None
+        if isinstance(scheme, str) and scheme in SCHEMES:  # a list or dict is left to the field's 422
+            return {**SCHEMES[scheme], **data}
         return data
 
     @field_validator("local")
@@ -93,6 +95,7 @@ class ReactScorer:
 
     name: ClassVar[str] = "react"
     Options: ClassVar[type[BaseModel]] = ReactOptions
+    Reference: ClassVar[type[BaseModel]] = ReactReference  # checked at request time (reward_server.references)
 
     def __init__(self, pool: Optional[NodePool] = None, *, allow: Sequence[str] = (), pool_size: int = 2,
                  timeout_s: float = 5.0, isolation: Optional[IsolationConfig] = None, render_unisolated: bool = False,
@@ -200,8 +203,10 @@ def _outcome(completion: str, block: Optional[CodeBlock], compiled: Optional[Com
     if not block.terminated:
         return CompileOutcome(len(completion), block.start, block.code, fatal="unterminated code block (truncated output)")
     assert compiled is not None
-    fatal = ("compiler timed out" if compiled.timed_out else "compiler crashed" if compiled.crashed
-             else rr.fatal_reason(compiled))
+    # a rollout over its compile budget with the cost located (a type-instantiation bomb: the
+    # aliases and their uses) is a compile error blamed there, not a sandbox failure of the whole text
+    fatal = (None if compiled.budget_blamed else "compiler timed out" if compiled.timed_out
+             else "compiler crashed" if compiled.crashed else rr.fatal_reason(compiled))
     _, passed = rr.verdicts(opts.level, compiled, opts)
     diagnostics = rr.located(compiled.diagnostics)
     if opts.lint == "fail" and not compiled.diagnostics:
@@ -214,6 +219,8 @@ def _details(completion: str, outcome: CompileOutcome, block, compiled, opts: Re
     """Diagnostics located in the completion (offsets and 1-based lines), not in the code."""
     lines_before = completion.count("\n", 0, outcome.code_start)
     reason = outcome.fatal or ("compiles" if outcome.passed else "compile error")
+    if compiled is not None and compiled.budget_blamed:
+        reason = f"over the compile budget ({compiled.over_budget})"
     if opts.level == "render" and not outcome.fatal and compiled is not None and compiled.render is not None:
         reason = "renders" if outcome.passed else _render_reason(compiled)
     details = {
@@ -255,4 +262,5 @@ def _spec_of(rollout: Rollout) -> Spec | str | None:
 def _violations(spec: Spec, block: Optional[CodeBlock], compiled: Optional[CompileResult]) -> list[Violation]:
     if block is None or compiled is None or not compiled.summary:
         return [Violation("the code could not be parsed, so the spec cannot be checked")]
-    return check_spec(spec, compiled.summary)
+    rendered = rr.rendered_summary(compiled)  # level render: judged on what the component showed
+    return check_spec(spec, compiled.summary if rendered is None else rendered)

@@ -4,7 +4,7 @@
 //              "lint"?: bool, "render"?: {props, component, empty, wrappers, timeout_ms, ...}}
 //   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity, rule?, related?}], "summary",
 //              "lint"?: [diagnostic + rule], "render"?: {status, message, html, ...},
-//              "timed_out"?, "crashed"?, "poisoned"?}
+//              "timed_out"?, "crashed"?, "budget"?: "time"|"memory", "poisoned"?}
 // Offsets are UTF-16 code units into `code`. Levels are cumulative: build = syntax + import
 // policy, typecheck = build + TypeScript parse + isolation policy + strict type check, render =
 // build + executing the component and rendering it server-side (lib/render/level.mjs) on a
@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { checkBuild } from "./lib/build.mjs";
 import { ServiceError } from "./lib/esbuild-service.mjs";
-import { policyViolations } from "./lib/policy.mjs";
+import { lintDirectiveViolations, policyViolations } from "./lib/policy.mjs";
 import { lineStarts, makeDiagnostic } from "./lib/positions.mjs";
 import { redactPaths, sanitize } from "./lib/sanitize.mjs";
 import { parseErrors, parseTsx, summarize } from "./lib/summary.mjs";
@@ -66,6 +66,7 @@ const batcher = new TypecheckBatcher({
   workDir,
   maxBatch: Number(process.env.BOTGRPO_TYPECHECK_BATCH || 64),
   timeoutMs: Number(process.env.BOTGRPO_TSGO_TIMEOUT_MS || 3000),
+  memoryMb: Number(process.env.BOTGRPO_TSGO_MEMORY_MB ?? 1024),
   debug: debugEnabled,
 });
 
@@ -110,7 +111,17 @@ async function compile(request) {
   if (request.lint && !response.lint && response.summary && Object.keys(response.summary).length > 0) {
     response.lint = lintFile(code, "all");
   }
+  if (request.lint && response.summary && Object.keys(response.summary).length > 0) refuseLintDirectives(code, response);
   return response;
+}
+
+/** With lint on, an ESLint inline directive fails the file at that comment (lib/policy.mjs). */
+function refuseLintDirectives(code, response) {
+  const starts = lineStarts(code);
+  const refusals = lintDirectiveViolations(code).map(([s, e, m]) => makeDiagnostic(starts, s, e, m));
+  if (refusals.length === 0) return;
+  response.ok = false;
+  response.diagnostics = [...(response.diagnostics ?? []), ...refusals].sort((a, b) => a.start - b.start);
 }
 
 async function render(request, code, allow) {
@@ -137,10 +148,10 @@ async function compileLevel(code, level, allow, request) {
     const refusals = policyViolations(sourceFile, allow).map(toDiagnostic);
     if (refusals.length > 0) return { ok: false, diagnostics: refusals, summary: response.summary };
     submitted = true;
-    const checked = await batcher.submit(code, allow, debugEnabled ? request.debug_tsgo : null);
+    const checked = await batcher.submit(code, allow, debugEnabled ? request.debug_tsgo : null, sourceFile);
     const ok = checked.diagnostics.length === 0 && !checked.timedOut && !checked.crashed;
     return { ok, diagnostics: checked.diagnostics, summary: response.summary,
-             timed_out: checked.timedOut, crashed: checked.crashed };
+             timed_out: checked.timedOut, crashed: checked.crashed, ...(checked.budget ? { budget: checked.budget } : {}) };
   } finally {
     if (!submitted) batcher.cancel();
   }

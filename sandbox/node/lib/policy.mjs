@@ -13,6 +13,15 @@
 //   @jsxImportSource m           -> allowed only for allowlisted modules (no paths, no JSON)
 //   declare module "m" { }, declare global { }, export as namespace X
 //                                -> always refused (they change other files' types)
+//   @ts-nocheck, @ts-ignore, @ts-expect-error
+//                                -> always refused (they switch the checker off, for the file or
+//                                   the line below): matched case-insensitively anywhere in the raw
+//                                   text, a superset of every comment form TypeScript honours
+//                                   (line or block comment, after other comments, words after it)
+//
+// With lint on, at every level, ESLint's inline directives (eslint-disable*, eslint-enable,
+// /* eslint rule: off */, eslint-env) are refused the same way (lintDirectiveViolations): they
+// would switch the lint findings off.
 import ts from "typescript";
 import { isAllowedImport, refusedImport } from "./build.mjs";
 
@@ -101,7 +110,36 @@ export function policyViolations(sf, allow) {
     }
   });
   checkPragmas(sf, allow, refuse);
+  for (const refusal of checkerDirectiveViolations(sf.text)) refuse(...refusal);
   return found.sort((a, b) => a[0] - b[0]);
+}
+
+const TS_DIRECTIVE = /@ts-(nocheck|ignore|expect-error)/gi;
+const LINT_DIRECTIVE = /(?:\/\/|\/\*)[\s*]*(eslint(?:-disable(?:-next-line|-line)?|-enable|-env)?)(?=[\s*:]|$)/gi;
+
+/**
+ * TypeScript's checker-off directives in `text`, as [start, end, message] refusals at each one.
+ * A raw-text match: a string or JSX text that spells one is refused too (no component needs to).
+ */
+export function checkerDirectiveViolations(text) {
+  const out = [];
+  for (const match of text.matchAll(TS_DIRECTIVE)) {
+    if (out.length >= MAX_REFUSALS) break;
+    out.push([match.index, match.index + match[0].length,
+      `The @ts-${match[1].toLowerCase()} directive is not allowed in this sandbox (it switches the type checker off)`]);
+  }
+  return out;
+}
+
+/** ESLint's inline directives in `text` (refused when lint is on), located at the comment opener through the keyword. */
+export function lintDirectiveViolations(text) {
+  const out = [];
+  for (const match of text.matchAll(LINT_DIRECTIVE)) {
+    if (out.length >= MAX_REFUSALS) break;
+    out.push([match.index, match.index + match[0].length,
+      `The ${match[1].toLowerCase()} comment is not allowed in this sandbox when lint is on (it switches lint rules off)`]);
+  }
+  return out;
 }
 
 const TRIPLE_SLASH = /^[ \t\f\v\ufeff]*\/\/\/[ \t]*<[ \t]*(?:reference|amd-dependency|amd-module)\b[^\n\r\u2028\u2029]*/gim;

@@ -17,17 +17,30 @@
 // their verdict; a file that fails alone gets a failing "type checker failed/timed out on this
 // input" answer, unless a known-good probe fails too: then the checker itself is broken and
 // a ServiceError tells the worker to report itself poisoned.
+//
+// Per-rollout budget: every tsgo run is killed after `timeoutMs` (wall clock) and runs under its
+// own memory cap (`memoryMb`, RLIMIT_DATA through prlimit(1), plus a CPU-seconds backstop).
+// Files whose type aliases could make a type-instantiation bomb (lib/budget.mjs) never share a
+// run: they are checked alone after their batch's other files, so an innocent file is answered
+// before them and a bomb costs at most one `timeoutMs` of its own. A file that exceeds the budget
+// is answered `timed_out` (time) or `crashed` (memory), with `budget` saying which, and with the
+// blame on the suspect aliases and their instantiations where it has some (rule `budget/time`,
+// `budget/memory`); otherwise at offset 0. An unsuspected file that times out a batch costs that
+// run and its own re-run: at most 2 x `timeoutMs`.
 import { execFile } from "node:child_process";
 import crypto from "node:crypto";
+import fsSync from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
+import { budgetSuspects } from "./budget.mjs";
 import { ServiceError } from "./esbuild-service.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
 
 const DIAGNOSTIC_LINE = /^([0-9a-f]{32})\.tsx\((\d+),(\d+)\): error (TS\d+): (.*)$/;
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 export const MAX_DIAGNOSTICS_PER_FILE = 1000;
+const PROBE_TIMEOUT_MS = 15000;
 const PROBE = "export const Probe = ({ n }: { n: number }) => <b>{n + 1}</b>;\n";
 
 const COMPILER_OPTIONS = {
@@ -48,10 +61,25 @@ const COMPILER_OPTIONS = {
 
 /** A tsgo run failed as a whole (not a verdict on any file). */
 class TsgoFailure extends Error {
-  constructor(message, { timedOut = false } = {}) {
+  constructor(message, { timedOut = false, outOfMemory = false } = {}) {
     super(message);
     this.timedOut = timedOut;
+    this.outOfMemory = outOfMemory;
   }
+}
+
+const OUT_OF_MEMORY = /out of memory|cannot allocate memory/i;
+const PRLIMIT_PATHS = ["/usr/bin/prlimit", "/bin/prlimit"];
+
+/** prlimit(1) if this host has it (the memory cap is then a hard limit), else null. */
+function findPrlimit() {
+  for (const candidate of PRLIMIT_PATHS) {
+    try {
+      fsSync.accessSync(candidate, fsSync.constants.X_OK);
+      return candidate;
+    } catch { /* try the next */ }
+  }
+  return null;
 }
 
 const randomName = () => crypto.randomBytes(16).toString("hex");
@@ -104,10 +132,12 @@ export class TypecheckBatcher {
    * @param {string} options.workDir writable scratch directory (tmpfs inside the sandbox)
    * @param {number} options.maxBatch most files per tsgo run
    * @param {number} options.timeoutMs wall-clock limit of one tsgo run
+   * @param {number} options.memoryMb RLIMIT_DATA of one tsgo run (0: none)
    * @param {boolean} options.debug honour test-only `debug` fields of submitted items
    */
-  constructor({ tsgoPath, nodeModules, workDir, maxBatch = 64, timeoutMs = 3000, debug = false }) {
-    Object.assign(this, { tsgoPath, nodeModules, workDir, maxBatch, timeoutMs, debug });
+  constructor({ tsgoPath, nodeModules, workDir, maxBatch = 64, timeoutMs = 3000, memoryMb = 1024, debug = false }) {
+    Object.assign(this, { tsgoPath, nodeModules, workDir, maxBatch, timeoutMs, memoryMb, debug });
+    this.prlimit = memoryMb > 0 ? findPrlimit() : null;
     this.pending = [];
     this.expected = 0;
     this.running = false;
@@ -128,20 +158,26 @@ export class TypecheckBatcher {
   }
 
   /**
-   * Queue one syntax-clean, policy-clean file (after reserve()). Resolves to
-   * {diagnostics, timedOut, crashed}; rejects with ServiceError when the checker is broken.
+   * Queue one syntax-clean, policy-clean file (after reserve()); `sourceFile` is its parse (for
+   * lib/budget.mjs). Resolves to {diagnostics, timedOut, crashed, budget}; rejects with
+   * ServiceError when the checker is broken.
    */
-  submit(code, allow, debug = null) {
+  submit(code, allow, debug = null, sourceFile = null) {
     this.expected -= 1;
+    const suspects = sourceFile ? budgetSuspects(sourceFile) : [];
     return new Promise((resolve, reject) => {
-      this.pending.push({ code, allow, debug: this.debug ? debug : null, resolve, reject });
+      this.pending.push({ code, allow, debug: this.debug ? debug : null, suspects, resolve, reject });
       this.#schedule();
     });
   }
 
-  /** Check a known-good file; throws unless tsgo runs and accepts it. */
+  /**
+   * Check a known-good file; throws unless tsgo runs and accepts it. Not a rollout: it gets
+   * PROBE_TIMEOUT_MS (at least), so a busy machine cannot make a healthy checker look broken.
+   */
   async selfTest() {
-    const [diagnostics] = await this.#runTsgo([{ code: PROBE, allow: [], debug: null }]);
+    const probe = { code: PROBE, allow: [], debug: null, suspects: [] };
+    const [diagnostics] = await this.#runTsgo([probe], Math.max(this.timeoutMs, PROBE_TIMEOUT_MS));
     if (diagnostics.length > 0) throw new Error(`tsgo rejected the probe file: ${diagnostics[0].message}`);
   }
 
@@ -156,10 +192,15 @@ export class TypecheckBatcher {
     try {
       while (this.pending.length > 0 && (this.expected <= 0 || this.pending.length >= this.maxBatch)) {
         const batch = this.pending.splice(0, this.maxBatch);
-        try {
-          await this.#check(batch);
-        } catch (error) {
-          for (const item of batch) item.reject(error);
+        // innocent-looking files first, together; then each suspect alone
+        const runs = [batch.filter((item) => item.suspects.length === 0),
+                      ...batch.filter((item) => item.suspects.length > 0).map((item) => [item])];
+        for (const run of runs.filter((r) => r.length > 0)) {
+          try {
+            await this.#check(run);
+          } catch (error) {
+            for (const item of run) item.reject(error);
+          }
         }
       }
     } finally {
@@ -184,7 +225,7 @@ export class TypecheckBatcher {
       const retry = [];
       remaining.forEach((item, i) => {
         if (!poisoned || results[i].length > 0) {
-          item.resolve({ diagnostics: this.#toDiagnostics(item.code, results[i]), timedOut: false, crashed: false });
+          item.resolve({ diagnostics: this.#toDiagnostics(item.code, results[i]), timedOut: false, crashed: false, budget: null });
         } else {
           retry.push(item);
         }
@@ -211,16 +252,31 @@ export class TypecheckBatcher {
       }
       return;
     }
-    try {
-      await this.selfTest();
-    } catch (error) {
-      throw new ServiceError(`type checker unavailable: ${error.message}`);
-    }
     const [item] = items;
-    const message = failure.timedOut
-      ? `Type checking timed out on this input after ${(this.timeoutMs / 1000).toFixed(1)}s`
-      : "Type checker failed on this input";
-    item.resolve({ diagnostics: [makeDiagnostic([0], 0, 0, message)], timedOut: failure.timedOut, crashed: !failure.timedOut });
+    // A suspect that ran out of time is explained by its aliases; anything else: is tsgo broken?
+    if (!(failure.timedOut && item.suspects.length > 0)) {
+      try {
+        await this.selfTest();
+      } catch (error) {
+        throw new ServiceError(`type checker unavailable: ${error.message}`);
+      }
+    }
+    const budget = failure.timedOut ? "time" : failure.outOfMemory ? "memory" : null;
+    item.resolve({ diagnostics: this.#failureDiagnostics(item, budget), timedOut: failure.timedOut,
+                   crashed: !failure.timedOut, budget });
+  }
+
+  /** The answer to a file its tsgo run failed on alone: located on its suspects for a budget overrun. */
+  #failureDiagnostics(item, budget) {
+    if (budget === null) return [makeDiagnostic([0], 0, 0, "Type checker failed on this input")];
+    const limit = budget === "time" ? `${(this.timeoutMs / 1000).toFixed(1)}s` : `${this.memoryMb} MB`;
+    const rule = `budget/${budget}`;
+    if (item.suspects.length === 0) {
+      return [{ ...makeDiagnostic([0], 0, 0, `Type checking exceeded its ${budget} budget (${limit}) on this input`), rule }];
+    }
+    const starts = lineStarts(item.code);
+    const message = `Type checking exceeded its ${budget} budget (${limit}): recursive generic type alias`;
+    return item.suspects.map(([start, end]) => ({ ...makeDiagnostic(starts, start, end, message), rule }));
   }
 
   #toDiagnostics(code, raw) {
@@ -241,7 +297,7 @@ export class TypecheckBatcher {
     return this.ready;
   }
 
-  async #runTsgo(batch) {
+  async #runTsgo(batch, timeoutMs = this.timeoutMs) {
     await this.#prepare();
     const dir = path.join(this.workDir, randomName());
     await fs.mkdir(dir);
@@ -261,7 +317,8 @@ export class TypecheckBatcher {
       const debug = new Set(batch.map((item) => item.debug).filter(Boolean));
       if (debug.has("hang")) [command, args] = [process.execPath, ["-e", "setTimeout(() => {}, 1e9)"]];
       else if (debug.has("fail")) args.push("--botgrpoNoSuchOption");
-      const { stdout, status } = await this.#exec(command, args, dir);
+      [command, args] = this.#limited(command, args, timeoutMs);
+      const { stdout, status } = await this.#exec(command, args, dir, timeoutMs);
       const byFile = parseTsgoOutput(stdout, index);
       if (status !== 0 && byFile.size === 0) {
         throw new TsgoFailure(`tsgo exited ${status} without naming a file of the batch`);
@@ -272,16 +329,23 @@ export class TypecheckBatcher {
     }
   }
 
-  #exec(command, args, cwd) {
-    const options = { cwd, maxBuffer: MAX_OUTPUT_BYTES, timeout: this.timeoutMs, killSignal: "SIGKILL" };
+  /** `command` under the per-run memory cap and a CPU-seconds backstop (prlimit), where available. */
+  #limited(command, args, timeoutMs) {
+    if (!this.prlimit) return [command, args];
+    const cpuSeconds = Math.ceil(timeoutMs / 1000) + 1;
+    return [this.prlimit, [`--data=${this.memoryMb * 1024 * 1024}`, `--cpu=${cpuSeconds}`, "--", command, ...args]];
+  }
+
+  #exec(command, args, cwd, timeoutMs) {
+    const options = { cwd, maxBuffer: MAX_OUTPUT_BYTES, timeout: timeoutMs, killSignal: "SIGKILL" };
     return new Promise((resolve, reject) => {
       execFile(command, args, options, (error, stdout, stderr) => {
         if (/^(?:panic:|fatal error:)/m.test(stderr)) {
-          reject(new TsgoFailure(`tsgo crashed: ${stderr.slice(0, 300)}`));
+          reject(new TsgoFailure(`tsgo crashed: ${stderr.slice(0, 300)}`, { outOfMemory: OUT_OF_MEMORY.test(stderr) }));
         } else if (error && error.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
           reject(new TsgoFailure("tsgo output exceeded the buffer"));
-        } else if (error && error.killed) {
-          reject(new TsgoFailure(`tsgo killed after ${this.timeoutMs} ms`, { timedOut: true }));
+        } else if (error && (error.killed || error.signal === "SIGXCPU")) {
+          reject(new TsgoFailure(`tsgo stopped after ${timeoutMs} ms (${error.signal})`, { timedOut: true }));
         } else if (error && typeof error.code !== "number") {
           reject(new TsgoFailure(`tsgo failed: ${error.code ?? error.signal ?? error.message}`));
         } else {
