@@ -252,3 +252,29 @@ def test_malformed_notes_from_a_worker_are_dropped():
                                              {"start": 0, "end": 1, "message": "m", "related": "nope"}]}
     first, second = from_response("abcdef", response, 0.0).diagnostics
     assert first.related == ((1, 2), (2, 2), (0, 1), (0, 1)) and second.related == ()
+
+
+EXTRA_CLOSE = ("```tsx\nexport function Card() {\n  return (\n    <main>\n      <h2>Title</h2>\n      <p>Body</p>\n"
+               "      </div>\n    </main>\n  );\n}\n```")
+
+
+def test_first_cause_blames_an_extra_closing_tag_itself(scorer):
+    """An extra `</div>` (no opener) is reported with a note at the enclosing <main>: the mistake is
+    the closing tag, so first_cause blames it, not the opener (which the missing-close case blames)."""
+    [result] = scorer.score_batch([Rollout(EXTRA_CLOSE)], ReactOptions(level="build", local="first_cause"))
+    chars = local_chars(EXTRA_CLOSE, result)
+    extra = EXTRA_CLOSE.index("</div>")
+    assert chars[extra:extra + len("</div>")].max() == -1.0 and chars[extra + 2] == -1.0
+    assert chars[EXTRA_CLOSE.index("<main>"):EXTRA_CLOSE.index("<main>") + 6].max() == 0.0
+    assert (chars < 0).sum() < 30  # a window, not a span to the end
+    for level in ("syntax", "typecheck"):  # every level that parses with esbuild blames it the same way
+        [again] = scorer.score_batch([Rollout(EXTRA_CLOSE)], ReactOptions(level=level, local="first_cause"))
+        assert local_chars(EXTRA_CLOSE, again)[extra + 2] == -1.0
+
+
+def test_an_extra_closing_tag_among_siblings_is_blamed_too(scorer):
+    code = "```tsx\nexport function A() {\n  return <div><p>x</p></p></div>;\n}\n```"
+    [result] = scorer.score_batch([Rollout(code)], ReactOptions(level="syntax"))
+    chars = local_chars(code, result)
+    second = code.index("</p>", code.index("</p>") + 1)
+    assert chars[second + 2] == -1.0 and chars[code.index("<div>") + 1] == 0.0

@@ -15,7 +15,9 @@ layer, :mod:`reward_server.composition`, weighs it against the outcome). Registr
     mismatched closing tag is reported at the component's outer close; in the convergence
     replication's warm start two thirds of the failures' first errors were of that kind, so
     the report's window pushed down the tokens that close a component, the only gradient a
-    group whose rollouts all fail gets. With it one replication seed of five collapsed, with
+    group whose rollouts all fail gets. An *extra* closing tag (``</div>`` with no opener) is
+    reported the same way, but there the closing tag is the mistake: the worker then points the
+    note at that tag (``sandbox/node/lib/positions.mjs``), so it is what gets blamed. With it one replication seed of five collapsed, with
     the note's window none (docs/results/convergence/replication).
 ``first_error``
     The first parse error's window at the report, plus each non-cascading diagnostic's (the
@@ -33,6 +35,8 @@ layer, :mod:`reward_server.composition`, weighs it against the outcome). Registr
     The study's upper bound: the tokens where the code differs from the prompt's reference
     component (``reference["code"]``), ignoring one-for-one swaps of a name, string or number
     (the legitimate freedom a prompt leaves). Falls back to ``first_error`` without a reference.
+    Linear cost: where the alignment would need more than 300 steps a token (repetitive text),
+    the blame is the code between the common prefix and suffix instead (:func:`oracle`).
 ``none``
     No local signal: every token carries the outcome alone.
 
@@ -41,7 +45,6 @@ The window (``window`` and ``window_unit`` options) is counted in the code's own
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Optional
@@ -56,7 +59,12 @@ _LEXEME = re.compile(
     r"[A-Za-z_$][\w$]*|\d[\w.]*|\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?|</|/>|=>|[^\s]"
 )
 _LOOKBACK_CHARS = 400      # bounds the token window's scan, whatever the code's length
-_ORACLE_MAX_TOKENS = 4000  # SequenceMatcher is quadratic in the worst case
+_ORACLE_MAX_TOKENS = 4000  # longer code or reference: first_error
+# The token matcher's work budget (inner-loop steps) is this many per token of code plus
+# reference, at least _ORACLE_MIN_WORK: repetitive text costs the longest-match recursion a
+# quadratic (or worse) number of steps; past the budget oracle falls back (see oracle()).
+_ORACLE_WORK_PER_TOKEN = 300
+_ORACLE_MIN_WORK = 200_000
 
 
 @dataclass(frozen=True)
@@ -200,7 +208,13 @@ def none(outcome: CompileOutcome, window: Window, reference: Optional[str] = Non
 
 @local_signal("oracle")
 def oracle(outcome: CompileOutcome, window: Window, reference: Optional[str] = None) -> list[SpanScore]:
-    """The code's tokens where it departs from ``reference``; see the module docstring."""
+    """The code's tokens where it departs from ``reference``; see the module docstring.
+
+    Cost is linear in the tokens: the matcher (the same alignment as ``difflib.SequenceMatcher``
+    without junk heuristics) gets a work budget of ``_ORACLE_WORK_PER_TOKEN`` steps a token; on
+    text where it would need more (long runs of repeated tokens), the blame is instead the span
+    from the first to the last token that differs once the common prefix and suffix are set
+    aside (:func:`_differing_span`)."""
     if not reference:
         return first_error(outcome, window)
     ours, theirs = lexemes(outcome.code), lexemes(reference)
@@ -208,15 +222,115 @@ def oracle(outcome: CompileOutcome, window: Window, reference: Optional[str] = N
         return first_error(outcome, window)
     a = [outcome.code[s:e] for s, e in ours]
     b = [reference[s:e] for s, e in theirs]
+    budget = max(_ORACLE_MIN_WORK, _ORACLE_WORK_PER_TOKEN * (len(a) + len(b)))
+    blocks = matching_blocks(a, b, budget)
+    if blocks is None:
+        return _spans(outcome, _differing_span(ours, a, b))
     blamed: list[tuple[int, int]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes(blocks):
         if op == "equal" or (op == "replace" and i2 - i1 == 1 == j2 - j1 and _same_kind(a[i1], b[j1])):
             continue
-        if i2 > i1:
-            blamed.append((ours[i1][0], ours[i2 - 1][1]))
-        elif ours:  # something is missing here: blame the tokens on both sides of the gap
-            blamed.append((ours[max(0, i1 - 1)][0], ours[min(i1, len(ours) - 1)][1]))
-    return _spans(outcome, blamed)
+        blamed.append(_gap_or_run(ours, i1, i2))
+    return _spans(outcome, [span for span in blamed if span is not None])
+
+
+def _gap_or_run(ours: list[tuple[int, int]], i1: int, i2: int) -> Optional[tuple[int, int]]:
+    """Characters of our tokens ``[i1, i2)``; for an empty run (something is missing there)
+    the tokens on both sides of the gap; None when there are no tokens at all."""
+    if i2 > i1:
+        return ours[i1][0], ours[i2 - 1][1]
+    if not ours:
+        return None
+    return ours[max(0, i1 - 1)][0], ours[min(i1, len(ours) - 1)][1]
+
+
+def _differing_span(ours: list[tuple[int, int]], a: list[str], b: list[str]) -> list[tuple[int, int]]:
+    """The fallback blame: our tokens between the longest common prefix and suffix of ``a``
+    and ``b`` (the gap's neighbours when ours has nothing there); nothing when they are equal."""
+    if a == b:
+        return []
+    prefix = 0
+    limit = min(len(a), len(b))
+    while prefix < limit and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and a[len(a) - 1 - suffix] == b[len(b) - 1 - suffix]:
+        suffix += 1
+    span = _gap_or_run(ours, prefix, len(a) - suffix)
+    return [span] if span is not None else []
+
+
+def _longest_match(a: list[str], positions: dict[str, list[int]], alo: int, ahi: int, blo: int, bhi: int,
+                   work: list[int]) -> tuple[int, int, int]:
+    """The longest common run of ``a[alo:ahi]`` and ``b[blo:bhi]`` as (i, j, size); among equally
+    long runs the one that starts first in ``a``, then in ``b``. ``positions[x]`` lists the
+    indexes of ``x`` in ``b`` in order; ``work[0]`` counts down the steps left (negative: out)."""
+    best_i, best_j, best = alo, blo, 0
+    run_ending: dict[int, int] = {}  # j -> length of the common run ending at (i - 1, j)
+    for i in range(alo, ahi):
+        js = positions.get(a[i], ())
+        work[0] -= len(js) + 1
+        if work[0] < 0:
+            return best_i, best_j, best
+        here: dict[int, int] = {}
+        for j in js:
+            if j < blo:
+                continue
+            if j >= bhi:
+                break
+            k = run_ending.get(j - 1, 0) + 1
+            here[j] = k
+            if k > best:
+                best_i, best_j, best = i - k + 1, j - k + 1, k
+        run_ending = here
+    return best_i, best_j, best
+
+
+def matching_blocks(a: list[str], b: list[str], budget: int) -> Optional[list[tuple[int, int, int]]]:
+    """Runs ``(i, j, size)`` where ``a[i:i+size] == b[j:j+size]``, in order, adjacent runs joined
+    and a final ``(len(a), len(b), 0)``: take the longest common run, then recurse on both sides
+    of it (the alignment ``difflib.SequenceMatcher(None, a, b, autojunk=False)`` finds). None
+    when that takes more than ``budget`` steps."""
+    positions: dict[str, list[int]] = {}
+    for j, token in enumerate(b):
+        positions.setdefault(token, []).append(j)
+    work = [budget]
+    found = []
+    todo = [(0, len(a), 0, len(b))]
+    while todo:
+        alo, ahi, blo, bhi = todo.pop()
+        i, j, k = _longest_match(a, positions, alo, ahi, blo, bhi, work)
+        if work[0] < 0:
+            return None
+        if k:
+            found.append((i, j, k))
+            if alo < i and blo < j:
+                todo.append((alo, i, blo, j))
+            if i + k < ahi and j + k < bhi:
+                todo.append((i + k, ahi, j + k, bhi))
+    joined: list[tuple[int, int, int]] = []
+    for i, j, k in sorted(found):
+        if joined and joined[-1][0] + joined[-1][2] == i and joined[-1][1] + joined[-1][2] == j:
+            joined[-1] = (joined[-1][0], joined[-1][1], joined[-1][2] + k)
+        else:
+            joined.append((i, j, k))
+    joined.append((len(a), len(b), 0))
+    return joined
+
+
+def opcodes(blocks: list[tuple[int, int, int]]) -> list[tuple[str, int, int, int, int]]:
+    """``(op, i1, i2, j1, j2)`` turning ``a`` into ``b`` from :func:`matching_blocks`: ``equal``
+    runs between them, ``replace``/``delete``/``insert`` for the gaps (``difflib``'s opcodes)."""
+    ops = []
+    i = j = 0
+    for ai, bj, size in blocks:
+        if i < ai or j < bj:
+            op = "replace" if i < ai and j < bj else "delete" if i < ai else "insert"
+            ops.append((op, i, ai, j, bj))
+        i, j = ai + size, bj + size
+        if size:
+            ops.append(("equal", ai, i, bj, j))
+    return ops
 
 
 def _kind(lexeme: str) -> str:

@@ -4,6 +4,17 @@ A compile-only reward is hacked: the policy drops the prompt and emits one compo
 always compiles. A :class:`Spec` (from the rollout's ``reference["spec"]``) names what the prompt
 asked for; :func:`check_spec` evaluates it on the compiler's structural summary of the parsed
 code and says which characters violate it (where a violation has a place).
+
+What counts is what the user would see (docs/rewards.md): the component must be the named one
+*and* exported (``export function X``, ``export default X``, ``export { X }``,
+``export default memo(X)``), and only the JSX its live output reaches counts: its own returns,
+the locals and helpers they use, and the same-file components and constants it renders,
+transitively (the summary's ``owners`` and ``graph``, built by ``sandbox/node/lib/reach.mjs``).
+An unexported decoy, an unused constant, a branch a constant condition rules out
+(``if (Math.random() > 2)``) and other components count for nothing. Without a ``component``
+the default export is the root (else every exported component). A summary without ``graph``
+(an older worker) is judged the old way, on every JSX node of the file. When no declaration has
+the component's name (itself a violation), the rest is judged on the default export.
 """
 from __future__ import annotations
 
@@ -45,16 +56,62 @@ class Violation:
     span: tuple[int, int] | None = None
 
 
+def _reachable(roots: set[str], graph: dict[str, Any]) -> set[str]:
+    """Every top-level name the output of ``roots`` uses, transitively (roots included)."""
+    seen, todo = set(roots), list(roots)
+    while todo:
+        for used in graph.get(todo.pop()) or []:
+            if isinstance(used, str) and used not in seen:
+                seen.add(used)
+                todo.append(used)
+    return seen
+
+
+def _roots(spec: Spec, summary: dict[str, Any], graph: dict[str, Any]) -> set[str]:
+    """The named component; else (or when no declaration has that name, which is a violation of
+    its own) the default export, else every exported component."""
+    if spec.component and spec.component in graph:
+        return {spec.component}
+    if summary.get("default_export"):
+        return {"default"}
+    return {c["name"] for c in summary.get("components") or [] if c.get("exported") and c.get("name")}
+
+
+def _is_exported(name: str, summary: dict[str, Any]) -> bool:
+    default = summary.get("default_export") or {}
+    return default.get("name") == name or any(c.get("name") == name and c.get("exported")
+                                              for c in summary.get("components") or [])
+
+
+def shown(spec: Spec, summary: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The summary's elements and texts the spec is judged on: those the root's output reaches."""
+    elements = summary.get("elements") or []
+    texts = summary.get("texts") or []
+    graph = summary.get("graph")
+    if not isinstance(graph, dict):
+        return elements, texts
+    live = _reachable(_roots(spec, summary, graph), graph)
+
+    def keep(entry: dict[str, Any]) -> bool:
+        return any(owner in live for owner in entry.get("owners") or [])
+
+    return [e for e in elements if keep(e)], [t for t in texts if keep(t)]
+
+
 def check_spec(spec: Spec, summary: dict[str, Any]) -> list[Violation]:
     """All violations of ``spec`` by the code whose summary (see ``sandbox/README.md``) is given."""
     components = summary.get("components") or []
-    elements = summary.get("elements") or []
-    texts = [t.get("text", "") for t in summary.get("texts") or []]
+    elements, shown_texts = shown(spec, summary)
+    texts = [t.get("text", "") for t in shown_texts]
     out: list[Violation] = []
-    if spec.component and not any(c.get("name") == spec.component for c in components):
+    named = [c for c in components if c.get("name") == spec.component] if spec.component else []
+    if spec.component and not named:
         wrong = [c for c in components if c.get("name")]
         message = f"expected a component named {spec.component!r}, found {[c['name'] for c in wrong] or 'none'}"
         out += [Violation(message, (c["start"], c["end"])) for c in wrong] or [Violation(message)]
+    elif spec.component and "graph" in summary and not _is_exported(spec.component, summary):
+        message = f"component {spec.component!r} is not exported (export it, or export default it)"
+        out += [Violation(message, (c["start"], c["end"])) for c in named]
     tags = {e.get("tag") for e in elements}
     out += [Violation(f"missing element <{tag}>") for tag in spec.elements if tag not in tags]
     out += [Violation(f"missing text {needle!r}") for needle in spec.text if not any(needle in t for t in texts)]

@@ -52,6 +52,8 @@ export function makeDiagnostic(starts, start, end, message) {
   };
 }
 
+import ts from "typescript";
+
 const MAX_RELATED = 4; // notes kept per diagnostic (the Python side keeps as many)
 
 /** Convert esbuild `Message` objects (errors) into protocol diagnostics. */
@@ -74,5 +76,34 @@ export function esbuildErrorsToDiagnostics(errors, code) {
     // where the parser's note points: the opening tag a mismatched closing tag fails to match
     if (related.length) diagnostic.related = related;
     return diagnostic;
-  });
+  }).map((d) => relocateExtraClosingTag(d, code));
+}
+
+const MISMATCHED_CLOSE = /^Unexpected closing "[^"]*" tag does not match opening "[^"]*" tag$/;
+
+/**
+ * esbuild reports a mismatched closing tag with a note at the opening tag it fails to match.
+ * Two mistakes read that way: an element left open (`<p>Body</main>`: the note's `<p>` is the
+ * mistake) and an extra closing tag (`<main><p>x</p></div></main>`: the `</div>` is). The
+ * TypeScript parser tells them apart (it blames an unclosed opener, else the closing tag): when
+ * it does not blame the note's opener but does blame this closing tag, the note is moved onto
+ * the whole closing tag, so `first_cause` blames the tag that has no opener.
+ */
+export function relocateExtraClosingTag(diagnostic, code) {
+  if (!diagnostic.related?.length || !MISMATCHED_CLOSE.test(diagnostic.message)) return diagnostic;
+  let errors;
+  try {
+    const sf = ts.createSourceFile("input.tsx", code, ts.ScriptTarget.Latest, false, ts.ScriptKind.TSX);
+    errors = sf.parseDiagnostics ?? [];
+  } catch {
+    return diagnostic;
+  }
+  const opener = diagnostic.related[0].start;
+  if (errors.some((e) => e.start === opener)) return diagnostic;       // TypeScript too: the opener is left open
+  if (!errors.some((e) => e.start === diagnostic.start)) return diagnostic;
+  const open = code.lastIndexOf("</", diagnostic.start);
+  const close = code.indexOf(">", diagnostic.end);
+  if (open < 0 || /\S/.test(code.slice(open + 2, diagnostic.start))) return diagnostic;
+  const end = close < 0 ? diagnostic.end : close + 1;
+  return { ...diagnostic, related: [{ start: open, end }] };
 }

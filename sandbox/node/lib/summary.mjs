@@ -1,7 +1,11 @@
 // Structural summary of a parsed component file, consumed by the prompt-adherence (spec)
-// check: which components exist, which JSX tags/props/texts they use, each with its UTF-16
-// [start, end) span. Uses the TypeScript 6 parser only (no type information): ~1 ms a file.
+// check: which components exist, which JSX tags/props/texts the file holds, each with its
+// UTF-16 [start, end) span, and what each top-level declaration shows (lib/reach.mjs):
+// every element and text lists the declarations whose live output reaches it (`owners`), and
+// `graph` maps each top-level declaration (the default export as "default") to the top-level
+// names its output uses. Uses the TypeScript 6 parser only (no type information): ~1 ms a file.
 import ts from "typescript";
+import { reachability } from "./reach.mjs";
 
 /** Parse `code` as TSX; the caller reads `parseDiagnostics` from the result. */
 export function parseTsx(code) {
@@ -72,7 +76,7 @@ function collectDefaultExport(sf, components) {
   if (declared) return { name: declared.name, start: declared.start, end: declared.end };
   for (const statement of sf.statements) {
     if (ts.isExportAssignment(statement) && !statement.isExportEquals) {
-      const expr = statement.expression;
+      const expr = unwrapComponent(statement.expression);
       const name = ts.isIdentifier(expr) ? expr.text : null;
       return { name, ...span(expr, sf) };
     }
@@ -83,6 +87,22 @@ function collectDefaultExport(sf, components) {
     }
   }
   return null;
+}
+
+const WRAPPERS = new Set(["memo", "forwardRef"]);
+
+/** `memo(X)`, `React.forwardRef(X)`, `(X as T)`: the component they export is X. */
+function unwrapComponent(expr) {
+  let e = expr;
+  for (let i = 0; i < 8; i++) {
+    if (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression(e)) { e = e.expression; continue; }
+    if (!ts.isCallExpression(e) || e.arguments.length < 1) break;
+    const callee = e.expression;
+    const name = ts.isIdentifier(callee) ? callee.text : ts.isPropertyAccessExpression(callee) ? callee.name.text : null;
+    if (!WRAPPERS.has(name)) break;
+    e = e.arguments[0];
+  }
+  return e;
 }
 
 /** Names exported through `export { A, B as C }` lists. */
@@ -118,14 +138,16 @@ export function summarize(sf) {
   const components = collectComponents(sf);
   const exportedNames = collectExportedNames(sf);
   for (const c of components) if (exportedNames.has(c.name)) c.exported = true;
+  const { graph, owners } = reachability(sf);
+  const ownersOf = (node) => [...(owners.get(node) ?? [])].sort();
   const elements = [];
   const texts = [];
   for (const node of walk(sf)) {
     if (ts.isJsxSelfClosingElement(node) || ts.isJsxOpeningElement(node)) {
-      elements.push(elementEntry(node, sf));
-    } else if (ts.isJsxText(node) || (ts.isStringLiteral(node) && node.parent && ts.isJsxExpression(node.parent))) {
+      elements.push({ ...elementEntry(node, sf), owners: ownersOf(node) });
+    } else if (ts.isJsxText(node) || (ts.isStringLiteralLike(node) && node.parent && ts.isJsxExpression(node.parent))) {
       const entry = textEntry(node, sf);
-      if (entry) texts.push(entry);
+      if (entry) texts.push({ ...entry, owners: ownersOf(node) });
     }
   }
   return {
@@ -133,5 +155,6 @@ export function summarize(sf) {
     default_export: collectDefaultExport(sf, components),
     elements,
     texts,
+    graph,
   };
 }
