@@ -278,3 +278,20 @@ def test_an_extra_closing_tag_among_siblings_is_blamed_too(scorer):
     chars = local_chars(code, result)
     second = code.index("</p>", code.index("</p>") + 1)
     assert chars[second + 2] == -1.0 and chars[code.index("<div>") + 1] == 0.0
+
+
+def test_component_declared_separates_the_task_from_a_compiling_fragment(scorer):
+    """``details.component_declared``: the named component, exported; what the trainer's
+    evaluation counts as "compiles and declares the named component" (a lone JSX line compiles)."""
+    spec = {"component": "Card", "elements": ["div"]}
+    cases = {"export default function Card() { return <div>x</div>; }\n": True,
+             "function Card() { return <div>x</div>; }\nexport default function App() { return <p/>; }\n": False,
+             "<div>x</div>;\n": False,
+             "export function Other() { return <div>x</div>; }\n": False}
+    rollouts = [Rollout(completion=f"```tsx\n{code}```\n", reference={"spec": spec}) for code in cases]
+    results = scorer.score_batch(rollouts, ReactOptions(level="build"))
+    assert [r.details["component_declared"] for r in results] == list(cases.values())
+    assert all(r.passed for r in results)  # every one of them compiles
+    plain = scorer.score_batch([Rollout(completion="```tsx\n<div/>;\n```\n", reference={"spec": {"elements": ["div"]}})],
+                               ReactOptions(level="build"))[0]
+    assert plain.details["component_declared"] is None  # a spec that names no component

@@ -98,6 +98,16 @@ def shown(spec: Spec, summary: dict[str, Any]) -> tuple[list[dict[str, Any]], li
     return [e for e in elements if keep(e)], [t for t in texts if keep(t)]
 
 
+def declares_component(spec: Spec, summary: dict[str, Any]) -> bool | None:
+    """Whether the code declares the spec's component under its name and exports it (None: the
+    spec names none). What "compiles and declares the named component" counts: a compiling
+    fragment or a component under another name is not the task done, whatever it compiles to."""
+    if not spec.component:
+        return None
+    declared = any(c.get("name") == spec.component for c in summary.get("components") or [])
+    return declared and _is_exported(spec.component, summary)
+
+
 def check_spec(spec: Spec, summary: dict[str, Any]) -> list[Violation]:
     """All violations of ``spec`` by the code whose summary (see ``sandbox/README.md``) is given."""
     components = summary.get("components") or []

@@ -35,7 +35,7 @@ from reward_server.composition import RecipeOptions
 from reward_server.react.extract import CodeBlock, extract_code
 from reward_server.react import render as rr
 from reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window
-from reward_server.react.spec import Spec, Violation, check_spec
+from reward_server.react.spec import Spec, Violation, check_spec, declares_component
 from reward_server.references import ReactReference
 from sandbox import isolation as iso
 from sandbox.node_pool import CompileResult, IsolationConfig, NodePool
@@ -192,7 +192,9 @@ class ReactScorer:
         w = opts.spec_weight
         # a fatal outcome (no code, truncated, a compiler or render the sandbox stopped) is the lowest there is
         score = FAIL if outcome.fatal else (1 - w) * compile_score + w * (FAIL if violations else PASS)
-        details.update(spec_passed=not violations, spec_violations=[v.message for v in violations])
+        details.update(spec_passed=not violations, spec_violations=[v.message for v in violations],
+                       component_declared=(declares_component(spec, compiled.summary)
+                                           if compiled is not None and compiled.summary else (False if spec.component else None)))
         return ScoreResult(score, outcome.passed, local, local_default, details)
 
 
