@@ -167,14 +167,20 @@ def test_props_by_name_without_types_and_from_the_spec(pool):
     assert "<h3>Groceries</h3>" in given.render.html and "5<!-- --> of <!-- -->2" in given.render.html
 
 
-def test_the_spec_component_and_unexported_components_render(pool):
+def test_the_spec_component_renders_only_when_exported(pool):
     code = ("function Helper() { return <i>help</i>; }\n"
-            "function Panel() { return <aside>panel</aside>; }\n"
+            "export function Panel() { return <aside>panel</aside>; }\n"
+            "function Decoy() { return <nav>decoy</nav>; }\n"
             "export default function App() { return <main>app</main>; }\n")
     assert "<main>app</main>" in pool.compile(code, "render").render.html
     panel = pool.compile(code, "render", render={"component": "Panel"})
     assert panel.render.component == "Panel" and "<aside>panel</aside>" in panel.render.html
-    assert pool.compile("const Named = () => <b>named</b>;\n", "render").render.html == "<b>named</b>"
+    decoy = pool.compile(code, "render", render={"component": "Decoy"})  # unexported: the app's default export is mounted
+    assert decoy.render.component == "App" and "<main>app</main>" in decoy.render.html
+    assert [c["name"] for c in decoy.summary["rendered"]["components"]] == ["App"]
+    # no export at all: the only component still renders (the build verdict), but is not a spec'd component
+    lone = pool.compile("const Named = () => <b>named</b>;\n", "render")
+    assert lone.render.html == "<b>named</b>" and lone.summary["rendered"]["components"] == []
 
 
 def test_nothing_to_render_and_build_errors(pool):

@@ -13,6 +13,15 @@ throws 0, one that does not build -1. With ``lint: fail`` an ESLint error fails 
 runaway recursion, a violation of the sandbox, an output flood) is the lowest reward there is:
 ``R = -1`` whatever the spec says, and ``l = -1`` on every character.
 
+Spec. At level ``render`` the spec is judged on what the mounted component showed
+(:func:`rendered_summary`; ``sandbox/README.md``, "What the spec is judged on"): the named
+component is mounted only if the module exports it, and only the visible host elements, their
+text and the props React received (a handler only as a function) count. A render that showed
+nothing (a throw) has no elements and no text, so it fails the spec as well as the render.
+A component whose prop types make props optional is also rendered without them; a throw there
+fails the render. Built-in mutation attempts are violations (fatal) even when the component
+catches the error.
+
 Local signal. Render failures with a place (the throwing line, the invalid element, each hook
 called out of order, the ``return`` of a component that rendered nothing) are diagnostics the
 ``local`` signal blames like any other finding; an empty render from a component with several
@@ -66,6 +75,19 @@ def sandbox_render_options(opts: RenderOptions, spec: Any) -> dict[str, Any]:
         if getattr(spec, "render_props", None):
             options["props"] = spec.render_props
     return options
+
+
+def rendered_summary(compiled: Optional[CompileResult]) -> Optional[dict[str, Any]]:
+    """At level ``render``, what the spec is judged on: the summary (same shape as the static one)
+    of what the mounted component showed, i.e. its visible host elements and text and the props
+    React received on them (a handler only when it was a function). ``components`` holds the
+    mounted component only if the module exports it, so a spec naming an unexported decoy fails;
+    a render that showed nothing (a throw, a refused render) has no elements and no text. None
+    at the other levels (the static summary is judged there)."""
+    if compiled is None or compiled.render is None:
+        return None
+    rendered = compiled.summary.get("rendered")
+    return rendered if isinstance(rendered, dict) else {"components": [], "elements": [], "texts": []}
 
 
 def lint_errors(compiled: Optional[CompileResult]) -> list[Diagnostic]:

@@ -2,12 +2,18 @@
 // react-dom/server in a fresh realm on the render thread (lib/render/host.mjs), with safe
 // default props. Fails on a build error, a throw during render (located on the throwing line
 // through the source map), an invalid element, an empty render, a broken rule of hooks, and on
-// everything the sandbox refuses (a timeout, memory, a violation, an output flood).
+// everything the sandbox refuses (a timeout, memory, a violation, an output flood). A component
+// whose prop types let a caller leave props out is mounted a second time without them, and a
+// throw there fails it too. `summary.rendered` is the spec summary of what the mounted
+// component showed (lib/render/target.mjs): the spec is judged on it, not on the source.
+import { randomBytes } from "node:crypto";
 import { isEmptyRender } from "./html.mjs";
+import { instrumentCatches } from "./catches.mjs";
+import { renderTarget, renderedSummary } from "./target.mjs";
 import { BUILTINS, bundleForRender, refusedBuiltin } from "./bundle.mjs";
 import { needsHooksLint } from "./hooks.mjs";
 import ts from "typescript";
-import { componentNode, defaultProps } from "./props.mjs";
+import { componentNode, defaultProps, optionalProps } from "./props.mjs";
 import { lintFile } from "../lint.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "../positions.mjs";
 import { summarize } from "../summary.mjs";
@@ -18,23 +24,11 @@ export const DEFAULT_WRAPPERS = Object.freeze([
   "small", "label", "form", "fieldset", "legend", "table", "thead", "tbody", "tfoot", "tr", "td",
   "th", "caption", "blockquote", "pre", "code", "figure", "figcaption", "br", "wbr", "center", "font",
 ]);
-const TARGET = "__botgrpo_render_target__";
 const FATAL = new Set(["timeout", "memory", "stack", "violation", "output", "crashed"]);
 const RETURNED = ["status", "message", "html", "text", "textChars", "elements", "tags", "effects", "timers",
   "effectErrors", "consoleBytes", "violations", "ms"];
 
-/** Which component to mount: the spec's, else the default export, else the first exported one. */
-function renderTarget(summary, wanted) {
-  const components = summary.components ?? [];
-  const byName = (name) => components.find((c) => c.name === name);
-  const chosen = (wanted && byName(wanted)) ?? null;
-  if (!chosen && summary.default_export) {
-    return { exportName: "default", name: summary.default_export.name ?? "default", append: "", span: summary.default_export };
-  }
-  const pick = chosen ?? components.find((c) => c.exported) ?? components[0];
-  if (!pick) return null;
-  return { exportName: TARGET, name: pick.name, append: `\nexport { ${pick.name} as ${TARGET} };\n`, span: pick };
-}
+const OUTPUT = new Set(["ok", "empty", "hooks"]);  // statuses with markup to judge the spec on
 
 /** The whole line (from its first non-blank character) of a 1-based line, 0-based column. */
 function lineSpan(code, starts, line, column) {
@@ -92,7 +86,7 @@ function renderDiagnostics(code, result, target, sourceFile) {
  */
 export async function renderLevel(code, sourceFile, allow, options, host, hookFindings = null) {
   const summary = summarize(sourceFile);
-  const target = renderTarget(summary, typeof options.component === "string" ? options.component : null);
+  const target = renderTarget(summary, typeof options.component === "string" ? options.component : null, sourceFile);
   const bundle = await bundleForRender(target ? code + target.append : code, allow);
   if (bundle.diagnostics.length > 0) {
     const diagnostics = bundle.diagnostics.map((d) => ({ ...d, start: Math.min(d.start, code.length), end: Math.min(d.end, code.length) }));
@@ -104,18 +98,26 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
   }
   if (!target) {
     const message = "Nothing to render: the file declares no component (a capitalised function or class returning JSX)";
-    return { ok: false, diagnostics: [{ ...makeDiagnostic([0], 0, 0, message), rule: "render/no-component" }], summary,
-             render: { status: "error", message } };
+    return { ok: false, diagnostics: [{ ...makeDiagnostic([0], 0, 0, message), rule: "render/no-component" }],
+             summary: { ...summary, rendered: renderedSummary(code, null, null, summary.elements) }, render: { status: "error", message } };
   }
   const hooks = hookFindings ?? (needsHooksLint(sourceFile) ? lintFile(code, "hooks") : []);
-  const inferred = defaultProps(sourceFile, target.exportName === "default" ? "default" : target.name);
+  const declared = target.exportName === "default" ? "default" : target.name;
+  const inferred = defaultProps(sourceFile, declared);
   const given = options.props && typeof options.props === "object" && !Array.isArray(options.props) ? options.props : {};
   const props = { ...inferred.props, ...given };
-  const result = await host.render({
-    js: bundle.js, map: bundle.map, exportName: target.exportName, props, allow, builtins: BUILTINS,
+  const catchName = catchParameter(bundle.js);
+  const job = {
+    js: instrumentCatches(bundle.js, catchName), catchName, nonce: randomBytes(8).toString("hex"),
+    map: bundle.map, exportName: target.exportName, props, allow, builtins: BUILTINS,
     timeoutMs: clamp(options.timeout_ms, 50, 10_000, 1000), maxHtmlChars: clamp(options.max_html_chars, 1000, 1_000_000, 100_000),
     timerHorizonMs: clamp(options.timer_horizon_ms, 0, 60_000, 1000), maxConsoleBytes: clamp(options.max_console_bytes, 1024, 16 << 20, 1 << 20),
-  });
+  };
+  let result = await host.render(job);
+  const omitted = optionalProps(sourceFile, declared).filter((name) => name in props);
+  if (result.status === "ok" && omitted.length > 0) result = withoutOptional(result, await host.render({ ...job, props: withoutKeys(props, omitted) }), omitted);
+  const dom = OUTPUT.has(result.status) ? result.dom : null;
+  delete result.dom;
   if (result.status === "ok" && options.empty !== "allow") {
     const wrappers = new Set(Array.isArray(options.wrappers) ? options.wrappers.map((t) => String(t).toLowerCase()) : DEFAULT_WRAPPERS);
     if (isEmptyRender(result, wrappers)) {
@@ -127,12 +129,42 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
   const fatal = FATAL.has(result.status);
   if (!fatal) diagnostics.push(...hooks);
   const render = { component: target.name, props, props_from: given && Object.keys(given).length ? "spec" : inferred.from };
+  if (omitted.length > 0) render.optional_props = omitted;
   for (const key of RETURNED) if (result[key] !== undefined) render[key] = result[key];
   if (render.status === "ok" && hooks.length > 0) {
     render.status = "hooks";
     render.message = "Breaks the rules of hooks";
   }
-  return { ok: diagnostics.length === 0, diagnostics, summary, render };
+  const rendered = renderedSummary(code, target, OUTPUT.has(render.status) ? dom : null, summary.elements);
+  return { ok: diagnostics.length === 0, diagnostics, summary: { ...summary, rendered }, render };
+}
+
+/** The name the bundle's instrumented catch clauses call (lib/render/catches.mjs). Model code can
+ * only shadow it by writing it, so a fixed name serves (and keeps the wrapped source the same for
+ * the same bundle, which V8's compilation cache rewards) unless the bundle mentions it or has an
+ * escape that could spell it; then a random one (never the marker's nonce: the source shows it). */
+function catchParameter(js) {
+  return /botgrpo|\\u/i.test(js) ? `__botgrpo_caught_${randomBytes(12).toString("hex")}` : "__botgrpo_caught";
+}
+
+function withoutKeys(object, keys) {
+  const out = { ...object };
+  for (const key of keys) delete out[key];
+  return out;
+}
+
+/** The first render's result, failed by the second (without `omitted`) if that one failed. */
+function withoutOptional(first, second, omitted) {
+  if (second.status === "ok") {
+    return { ...first, ms: (first.ms ?? 0) + (second.ms ?? 0) };
+  }
+  const names = omitted.slice(0, 5).join(", ");
+  const out = { ...second, dom: undefined, ms: (first.ms ?? 0) + (second.ms ?? 0) };
+  if (second.status === "error") {
+    out.message = `${second.name ? `${second.name}: ` : ""}${second.message ?? "the component threw"} (rendered without the optional props ${names})`;
+    out.name = undefined;
+  } else out.message = `${second.message ?? `Render failed (${second.status})`} (rendered without the optional props ${names})`;
+  return out;
 }
 
 function clamp(value, low, high, fallback) {

@@ -32,6 +32,9 @@
   const ErrorC = Error;
   const PromiseC = Promise;
   const promiseThen = Promise.prototype.then;
+  const hasOwn = Function.prototype.call.bind(Object.prototype.hasOwnProperty);  // hasOwn(object, key)
+  const WeakSetC = WeakSet;
+  const weakHas = WeakSet.prototype.has;
   const MAX_LIST = 20;
 
   const push = (list, value) => { list[list.length] = value; };
@@ -45,6 +48,7 @@
   state.effects = 0;
   state.timersRun = 0;
   state.phase = "setup";
+  state.caught = [];  // messages of errors that model code or React caught and that look like a refused write
   const limits = record();
   limits.consoleBytes = 1 << 20;
   limits.effects = 256;
@@ -179,8 +183,56 @@
     return out;
   }
   function noteEffectError(error) {
+    noteCaught(error);
     if (state.effectErrors.length < MAX_LIST) push(state.effectErrors, describe(error));
   }
+
+  // ---- errors that never reach run(): caught by the component (its catch clauses are
+  // instrumented, lib/render/catches.mjs), by a promise handler, or by React (a Suspense
+  // boundary). Only messages that look like a refused write or eval are kept (the host
+  // classifies them exactly), so a flood of ordinary errors cannot push them out.
+  const REFUSED_WRITE = /Cannot (?:add|define|assign|delete|redefine)|not extensible|read only|Code generation from strings/;
+  function noteCaught(error) {
+    if (state.caught.length >= MAX_LIST) return;
+    if (error === null || (typeof error !== "object" && typeof error !== "function")) return;
+    let d;
+    try { d = gopd(error, "message"); } catch { return; }  // a Proxy's trap may throw
+    if (d === undefined || typeof d.value !== "string") return;
+    const message = d.value.slice(0, 300);
+    if (REFUSED_WRITE.test(message)) push(state.caught, message);
+  }
+
+  // ---- what React rendered to host elements: each host element React emits carries an
+  // attribute named with this render's nonce (set by install, unknown to model code) holding
+  // which props React received (handlers only when they are functions). (Recording each JSX
+  // element's source position as well doubled the cost of a 20,000-element render.)
+  // React emits the attribute only for elements that end up in the markup; the host reads
+  // and strips it (lib/render/dom.mjs). Props are snapshotted once, so React and the record
+  // see the same values however the props object behaves.
+  const SAFE_PROP = /^[A-Za-z_$][\w$.:-]{0,39}$/;
+  const HANDLER = /^on[A-Z]/;
+  const MARKER_PREFIX = "data-botgrpo-";
+  const hostHooks = record();
+  const isHandler = (key) => key.length > 2 && key.charCodeAt(0) === 111 && key.charCodeAt(1) === 110 && HANDLER.test(key);
+  hostHooks.element = (type, props) => {
+    const copy = {};
+    let names = "";
+    let count = 0;
+    if (props !== null && typeof props === "object") {
+      for (const key in props) {
+        if (!hasOwn(props, key) || (key.charCodeAt(0) === 100 && key.startsWith(MARKER_PREFIX))) continue;
+        const value = props[key];
+        if (key === "__proto__") defineProperty(copy, key, { value, writable: true, enumerable: true, configurable: true });
+        else copy[key] = value;
+        if (key === "children" || value === null || value === undefined) continue;
+        if (isHandler(key) && typeof value !== "function") continue;
+        if (count < 24 && SAFE_PROP.test(key)) { names = count === 0 ? key : `${names},${key}`; count++; }
+      }
+    }
+    if (user.marker !== undefined && count > 0) copy[user.marker] = names;  // no props: nothing to record
+    return copy;
+  };
+  hostHooks.caught = (error) => { noteCaught(error); };
 
   // ---- the built-ins, frozen before model code runs
   function watchedObjects() {
@@ -226,6 +278,7 @@
   const factories = record();
   const cache = record();
   function internalRequire(name) {
+    if (name === "botgrpo:host") return hostHooks;
     if (cache[name] !== undefined) return cache[name].exports;
     const factory = factories[name];
     if (factory === undefined) throw new ErrorC(`internal module ${name} missing`);
@@ -375,7 +428,7 @@
       state.phase = "module";
       const module = record();
       module.exports = {};
-      apply(user.factory, undefined, [module.exports, user.require, module]);
+      apply(user.factory, undefined, [module.exports, user.require, module, hostHooks.caught]);
       const added = newGlobal();
       if (added !== null) {
         violation(`added the global ${added}`);
@@ -391,7 +444,7 @@
       state.phase = "render";
       const element = user.createElement(component, materialise(user.props, 0));
       const html = user.server.renderToString(element);
-      res.html = html.length > user.maxHtmlChars ? "" : html;
+      res.html = html.length > user.maxRawChars ? "" : html;
       res.htmlChars = html.length;
       state.phase = "effects";
       const cleanups = [];
@@ -424,6 +477,30 @@
     return res;
   }
 
+  // Writes that fail without a throw (Reflect.set and friends return false on a frozen
+  // built-in) and rejections a promise handler swallows are recorded here.
+  const frozenBuiltins = new WeakSetC();
+  const weakSetAdd = WeakSet.prototype.add;
+  function guardReflection() {
+    const R = G.Reflect;
+    const guarded = ["set", "defineProperty", "deleteProperty", "setPrototypeOf", "preventExtensions"];
+    for (let i = 0; i < guarded.length; i++) {
+      const name = guarded[i];
+      const original = R[name];
+      defineProperty(R, name, { value: function (target, ...rest) {
+        const done = apply(original, R, [target, ...rest]);
+        if (done === false && apply(weakHas, frozenBuiltins, [target])) violation(`tried to modify a built-in object (Reflect.${name}; built-ins are frozen)`);
+        return done;
+      }, writable: false, enumerable: false, configurable: false });
+    }
+    const proto = PromiseC.prototype;
+    defineProperty(proto, "then", { value: function then(onFulfilled, onRejected) {
+      const handler = typeof onRejected === "function"
+        ? function (reason) { noteCaught(reason); return apply(onRejected, this, [reason]); } : onRejected;
+      return apply(promiseThen, this, [onFulfilled, handler]);
+    }, writable: true, enumerable: false, configurable: true });
+  }
+
   const api = record();
   /** Instantiate React in this context from the host's compiled factories (trusted code only). */
   api.installReact = (react, reactDom, jsxRuntime, server) => {
@@ -437,7 +514,9 @@
     // Harden: every built-in (not the global object, which cannot be frozen) is frozen before
     // any model code runs, so a component cannot change what React or this file rely on, nor
     // rig its own markup.
+    guardReflection();
     const watched = watchedObjects();
+    for (let i = 0; i < watched.length; i++) apply(weakSetAdd, frozenBuiltins, [watched[i]]);
     for (let i = 1; i < watched.length; i++) {
       try { freeze(watched[i]); } catch { /* not freezable (none of the built-ins model code could use) */ }
     }
@@ -458,7 +537,8 @@
     user.factory = factory;
     user.exportName = config.exportName;
     user.props = config.props;
-    user.maxHtmlChars = config.maxHtmlChars;
+    user.maxRawChars = config.maxRawChars;
+    user.marker = typeof config.nonce === "string" && /^[0-9a-f]{16,64}$/.test(config.nonce) ? `${MARKER_PREFIX}${config.nonce}` : undefined;
     user.effects = [];
     limits.horizonMs = config.timerHorizonMs;
     limits.consoleBytes = config.maxConsoleBytes;

@@ -216,3 +216,64 @@ export function defaultProps(sf, componentName) {
   }
   return { props, from: type ? "types" : Object.keys(props).length ? "names" : "none" };
 }
+
+const OPTIONAL_DEPTH = 6;
+
+/** Whether a property signature may be left out: `name?: T` or a type that admits undefined. */
+function mayBeAbsent(member) {
+  if (member.questionToken) return true;
+  const type = member.type;
+  return Boolean(type && ts.isUnionTypeNode(type) && type.types.some((t) => t.kind === ts.SyntaxKind.UndefinedKeyword));
+}
+
+/** Names of the top-level props `type` declares: {all, optional} (local declarations followed). */
+function propNames(sf, type, types, depth) {
+  const out = { all: new Set(), optional: new Set() };
+  if (!type || depth > OPTIONAL_DEPTH) return out;
+  const merge = (other, allOptional = false) => {
+    for (const name of other.all) out.all.add(name);
+    for (const name of allOptional ? other.all : other.optional) out.optional.add(name);
+  };
+  const members = (list) => {
+    for (const member of list) {
+      const key = member.name && (ts.isIdentifier(member.name) || ts.isStringLiteral(member.name)) ? member.name.text : null;
+      if (key === null) continue;
+      out.all.add(key);
+      if ((ts.isPropertySignature(member) || ts.isMethodSignature(member)) && mayBeAbsent(member)) out.optional.add(key);
+    }
+  };
+  if (ts.isInterfaceDeclaration(type)) {
+    members(type.members);
+    for (const clause of type.heritageClauses ?? []) {
+      for (const base of clause.types) {
+        const target = ts.isIdentifier(base.expression) ? types.get(base.expression.text) : undefined;
+        if (target) merge(propNames(sf, target, types, depth + 1));
+      }
+    }
+  } else if (ts.isTypeAliasDeclaration(type) || ts.isParenthesizedTypeNode(type)) {
+    merge(propNames(sf, type.type, types, depth + 1));
+  } else if (ts.isTypeLiteralNode(type)) {
+    members(type.members);
+  } else if (ts.isIntersectionTypeNode(type)) {
+    for (const part of type.types) merge(propNames(sf, part, types, depth + 1));
+  } else if (ts.isTypeReferenceNode(type)) {
+    const last = type.typeName.getText(sf).split(".").pop();
+    const args = type.typeArguments ?? [];
+    if (last === "Partial" && args.length) merge(propNames(sf, args[0], types, depth + 1), true);
+    else if (last === "Readonly" && args.length) merge(propNames(sf, args[0], types, depth + 1));
+    else if (last === "Required" && args.length) for (const name of propNames(sf, args[0], types, depth + 1).all) out.all.add(name);
+    else if (type.typeName.getText(sf) === last && types.has(last)) merge(propNames(sf, types.get(last), types, depth + 1));
+  }
+  return out;
+}
+
+/**
+ * The props of `componentName` its declared type lets a caller leave out (`items?: string[]`,
+ * `label: string | undefined`, everything in a `Partial<...>`). `<List />` is valid use of such a
+ * type, so the render level also mounts the component without them.
+ */
+export function optionalProps(sf, componentName) {
+  const found = componentNode(sf, componentName);
+  if (!found.node || !(ts.isFunctionLike(found.node) || ts.isClassLike(found.node))) return [];
+  return [...propNames(sf, propsTypeOf(found), declarations(sf), 0).optional];
+}

@@ -7,6 +7,7 @@ import path from "node:path";
 import vm from "node:vm";
 import { fileURLToPath } from "node:url";
 import { htmlStats } from "./html.mjs";
+import { readDom } from "./dom.mjs";
 import { locateError } from "./locate.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -22,13 +23,40 @@ const CONTEXT_OPTIONS = {
   microtaskMode: "afterEvaluate",  // promise jobs run inside runInContext, under its timeout
   codeGeneration: { strings: false, wasm: false },  // no eval, new Function or WebAssembly
 };
-// The model's bundle is wrapped on its own first line, so its line N is line N + 1 here.
-const WRAPPER_HEAD = '(function (exports, require, module) { "use strict";\n';
+// The model's bundle is wrapped on its own first line, so its line N is line N + 1 here. The
+// fourth parameter is the function its instrumented catch clauses call (lib/render/catches.mjs).
+const wrapperHead = (catchName) => `(function (exports, require, module, ${catchName}) { "use strict";\n`;
+const CATCH_NAME = /^[A-Za-z_$][\w$]{0,80}$/;
 export const WRAPPER_LINES = 1;
+// Markup in the realm may be this much longer than the limit: the host strips the per-element
+// records (lib/render/dom.mjs) before the limit applies.
+const RAW_FACTOR = 4;
+const RAW_SLACK = 1 << 16;
 const START = new vm.Script("__botgrpo_run()", { filename: "start.js" });
 
+// React's server renderer, patched where it starts a host element (props pass through the
+// prelude's record of what React received) and where it reports an error it recovered from
+// (a Suspense boundary): lib/render/prelude.js, hostHooks.
+const SERVER_PATCHES = [
+  [/function pushStartInstance\(\s*target\$jscomp\$0,\s*type,\s*props,[^)]*\)\s*\{/g,
+    (head) => `${head}\n  props = __botgrpo_host.element(type, props);`],
+  [/\nfunction onError\(\) \{\}/g, () => "\nfunction onError(error) { __botgrpo_host.caught(error); }"],
+];
+
+/** The server renderer's source with SERVER_PATCHES applied; throws unless each matches once. */
+export function patchServer(source) {
+  let out = source;
+  for (const [pattern, replace] of SERVER_PATCHES) {
+    const hits = out.match(pattern)?.length ?? 0;
+    if (hits !== 1) throw new Error(`react-dom/server does not have the expected shape (${pattern.source}: ${hits} matches)`);
+    out = out.replace(pattern, replace);
+  }
+  return `var __botgrpo_host = require("botgrpo:host");\n${out}`;
+}
+
 function factoryScript(file, label) {
-  const source = fs.readFileSync(file, "utf8");
+  let source = fs.readFileSync(file, "utf8");
+  if (label === "server.js") source = patchServer(source);
   return new vm.Script(`(function (exports, require, module) {${source}\n})`, { filename: label });
 }
 
@@ -108,13 +136,15 @@ export function renderInRealm(realm, job) {
   const { context, api } = realm;
   let factory;
   try {
-    factory = new vm.Script(`${WRAPPER_HEAD}${job.js}\n})`, { filename: "component.js" }).runInContext(context);
+    const catchName = CATCH_NAME.test(job.catchName ?? "") ? job.catchName : "__botgrpo_caught";
+    factory = new vm.Script(`${wrapperHead(catchName)}${job.js}\n})`, { filename: "component.js" }).runInContext(context);
   } catch (error) {
     return { status: "error", message: `The bundle could not be loaded: ${String(error?.message ?? error)}`.slice(0, 500) };
   }
   api.install(factory, JSON.stringify({
     exportName: job.exportName, props: job.props ?? {}, allow: job.allow ?? [], builtins: job.builtins ?? [],
-    maxHtmlChars: job.maxHtmlChars, maxConsoleBytes: job.maxConsoleBytes, timerHorizonMs: job.timerHorizonMs,
+    maxRawChars: job.maxHtmlChars * RAW_FACTOR + RAW_SLACK, maxConsoleBytes: job.maxConsoleBytes,
+    timerHorizonMs: job.timerHorizonMs, nonce: job.nonce,
   }));
   let res;
   try {
@@ -132,8 +162,11 @@ export function renderInRealm(realm, job) {
     name: field(res, "name", "string"),
     message: field(res, "message", "string"),
   };
-  const html = field(res, "html", "string") ?? "";
-  const htmlChars = field(res, "htmlChars", "number") ?? html.length;
+  const raw = field(res, "html", "string") ?? "";
+  const rawChars = field(res, "htmlChars", "number") ?? raw.length;
+  const dom = rawChars <= job.maxHtmlChars * RAW_FACTOR + RAW_SLACK ? readDom(raw, job.nonce) : null;
+  const html = dom ? dom.html : "";
+  const htmlChars = dom ? html.length : rawChars;
   if (result.status === "error") {
     const resource = classify(result.name ?? "", result.message ?? "");
     if (resource) {
@@ -148,7 +181,7 @@ export function renderInRealm(realm, job) {
     if (htmlChars > job.maxHtmlChars) {
       Object.assign(result, { status: "output", message: `Render output too large (${htmlChars} characters; the limit is ${job.maxHtmlChars})` });
     } else {
-      Object.assign(result, { html, ...htmlStats(html) });
+      Object.assign(result, { html, ...htmlStats(html), dom: { elements: dom.elements, texts: dom.texts } });
     }
   }
   return finish(result, api, started);
@@ -158,6 +191,11 @@ export function renderInRealm(realm, job) {
 function finish(result, api, started) {
   const state = api.state;
   const violations = strings(field(state, "violations", "object"));
+  for (const message of strings(field(state, "caught", "object"))) {
+    const refused = classify("", message);
+    const text = refused && refused.status === "violation" ? `${refused.reason} (caught: ${message.slice(0, 120)})` : null;
+    if (text && violations.length < 20 && !violations.includes(text)) violations.push(text);
+  }
   const out = { ...result };
   out.effects = field(state, "effects", "number") ?? 0;
   out.timers = field(state, "timersRun", "number") ?? 0;
