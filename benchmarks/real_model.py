@@ -26,7 +26,7 @@ which the blame benchmark and the hostile-input fuzz suite read.
 **throughput.** Tokens/s of the decode loop at a few batch sizes, and one policy update (the
 trainer's :func:`trainer.update.policy_update`, float32, AdamW) on rollouts of the given shape,
 with the load average beside each number; ``--update-rollouts 64 --update-tokens 200`` is one
-step of the README's CPU recipe.
+step of the CPU recipe in docs/performance.md.
 
 Keep ``--threads`` at 1 or 2 on a shared machine.
 """

@@ -7,7 +7,7 @@ every result was scored and held, and finished-but-unsent results did not count 
 ``queue_max_depth``. Now a request's scoring pauses once its unsent results hold
 ``max_unsent_tokens``, its items count toward the depth until they are *sent*, and a client
 that accepts nothing for ``send_timeout_s`` is disconnected and its rollouts dropped.
-``python -m tests.test_backpressure [TREE]`` prints the RSS numbers quoted in the README.
+``python -m tests.test_backpressure [TREE]`` prints the RSS numbers quoted in docs/security.md.
 """
 from __future__ import annotations
 

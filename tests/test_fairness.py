@@ -9,7 +9,7 @@ Now each request waits in its own lane, lanes are served round-robin, and a work
 The live test floods a real ``botgrpo serve`` with a slow but legal React input: a tail-recursive
 conditional type instantiated at depth 200 (TypeScript allows 1,000), five times, about 1.3 s of
 ``typecheck`` each on a quiet core. ``python -m tests.test_fairness [TREE]`` prints the
-measurement quoted in the README (``TREE``: another checkout, e.g. the code before the fix)::
+measurement quoted in docs/security.md (``TREE``: another checkout, e.g. the code before the fix)::
 
     git worktree add /tmp/before-fairness 9d08043   # node_modules copied into its sandbox/node
     .venv/bin/python -m tests.test_fairness /tmp/before-fairness

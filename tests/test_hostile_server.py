@@ -11,7 +11,7 @@ Each test names the finding of the hostile-input issue it pins down:
 
 Finding 3's linear-time checks of the request path's text handling are in
 tests/test_linear_time.py (no server). ``python -m tests.test_hostile_server``
-prints the measurements quoted in the README (server RSS, /healthz latency, fence timings); the
+prints the measurements quoted in docs/security.md (server RSS, /healthz latency, fence timings); the
 "before" column is this file run on the tree before the fixes::
 
     git worktree add /tmp/before 558edba && cd /tmp/before && PYTHONPATH=. python /path/to/tests/test_hostile_server.py
