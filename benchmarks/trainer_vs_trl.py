@@ -20,18 +20,24 @@ Workloads (``--workloads``):
   length quantiles are reported;
 * ``slow_scorer``: the ``variable`` model with a scorer that takes 1 s per batch (a judge model,
   a render), ours on-policy and with ``async_steps: 1``, beside the same configurations with
-  the instant scorer.
+  the instant scorer. Ours on-policy twice: with the group-streamed update (the default: each
+  group's backward as soon as it is scored) and with ``streamed_update: false`` (the batch waits
+  for all its scores, then updates). The 1 s scorer answers rollout by rollout, in submission
+  order, evenly over the second (a FIFO scorer at a constant rate), as the server's stream does.
 
 Ours runs with its defaults (packed update); on ``variable`` and ``long_tail`` also with
 ``packing: false`` (rows padded to the longest, as before), to show what packing contributes.
 
 Rewards are a trivial deterministic token-level score (1 for a token with a digit in it): TRL
 gets each completion's mean, ours gets the token scores from an in-process stand-in for the
-reward server (no HTTP). The 1 s scorer sleeps inside TRL's reward function; for ours it answers
-1 s after submission *counted on the submitting trainer's own clock*, which runs only while that
-trainer is inside its step: the alternation must not let the other systems' steps hide an
-asynchronous trainer's scoring (our async steps return with the next batch's scores still on the
-way).
+reward server (no HTTP). The 1 s scorer sleeps inside TRL's reward function; for ours its last
+result comes 1 s after submission *counted on the submitting trainer's own clock*, which runs
+only while that trainer is inside its step: the alternation must not let the other systems' steps
+hide an asynchronous trainer's scoring (our async steps return with the next batch's scores still
+on the way).
+
+``--ours-only`` runs our configurations alone, alternating among themselves (no TRL import:
+for a machine without ``.venv-bench``); the TRL rows and ratios are then absent.
 
 Peak memory: after the timed steps, one more step of each system, before which freed heap
 memory is handed back to the OS (``malloc_trim``) and the kernel's peak-RSS mark is reset
@@ -89,6 +95,7 @@ SPECS = {
     "slow_scorer": Workload("variable", 64, trl_scorer_seconds=SLOW_SCORER_SECONDS, ours={
         "ours, instant scorer": {},
         "ours, 1 s scorer": {"scorer_seconds": SLOW_SCORER_SECONDS},
+        "ours, 1 s scorer, batch update": {"scorer_seconds": SLOW_SCORER_SECONDS, "streamed_update": False},
         "ours async, instant scorer": {"async_steps": 1},
         "ours async, 1 s scorer": {"async_steps": 1, "scorer_seconds": SLOW_SCORER_SECONDS}}),
 }
@@ -268,34 +275,35 @@ class OwnClock:
 
 
 class InProcessRewards:
-    """Stands in for ``trainer.rewards.RewardSource``: the digit score per token, no server; with
-    ``seconds``, each batch's result comes ``seconds`` of the trainer's own time after submission."""
+    """Stands in for ``trainer.rewards.RewardSource``: the digit score per token, no server,
+    streamed rollout by rollout (:class:`trainer.rewards.StreamedScores`); with ``seconds``,
+    rollout k of B answers ``seconds * (k + 1) / B`` of the trainer's own time after submission
+    (in order, evenly: the whole batch takes ``seconds``), else all at once."""
 
     def __init__(self, tokenizer, seconds: float = 0.0, clock: OwnClock | None = None):
         self.tokenizer, self.seconds, self.clock = tokenizer, seconds, clock
         self.lengths: list[list[int]] = []  # each submitted batch's completion lengths
 
     def submit(self, batch, references) -> Future:
-        from trainer.rewards import ScoredBatch
+        from trainer.rewards import StreamedScores
 
-        started = time.perf_counter()
         self.lengths.append(batch.lengths.tolist())
         mask = batch.completion_mask
-        rewards = torch.zeros(mask.shape)
+        results = []
         for i, n in enumerate(batch.lengths.tolist()):
-            rewards[i, :n] = torch.tensor(digit_token_scores(self.tokenizer, batch.completion_ids[i, :n]))
-        seq = rewards.sum(1) / mask.sum(1).clamp_min(1)
-        nan = torch.full((mask.shape[0],), float("nan"))
-        scored = torch.ones(mask.shape[0], dtype=torch.bool)
-        future: Future = Future()
+            scores = digit_token_scores(self.tokenizer, batch.completion_ids[i, :n])
+            results.append({"score": sum(scores) / max(1, n), "token_scores": scores})
+        future = StreamedScores(mask, getattr(batch, "group_size", 1))
         if not self.seconds:
-            future.set_result(ScoredBatch(rewards, seq, nan, nan, scored, time.perf_counter() - started))
+            for i, result in enumerate(results):
+                future.deliver(i, result)
             return future
-        due = self.clock.now() + self.seconds
+        start, B = self.clock.now(), len(results)
 
         def answer():
-            self.clock.wait_until(due)
-            future.set_result(ScoredBatch(rewards, seq, nan, nan, scored, time.perf_counter() - started))
+            for i, result in enumerate(results):
+                self.clock.wait_until(start + self.seconds * (i + 1) / B)
+                future.deliver(i, result)
 
         threading.Thread(target=answer, daemon=True, name="slow-scorer").start()
         return future
@@ -327,7 +335,8 @@ def make_ours(model_dir: str, prompts: list[str], spec: Workload, out: Path, opt
     cfg = TrainConfig(model=model_dir, dataset=str(dataset), output_dir=str(out), task="bench", method="bot_grpo",
                       group_size=GROUP, prompts_per_step=PROMPTS_PER_STEP, sampling={"max_new_tokens": spec.max_new},
                       micro_batch_size=64, lr=1e-6, steps=10_000, distributed="none", tensorboard=False, plot=False,
-                      progress=False, packing=options.get("packing", True), async_steps=options.get("async_steps", 0))
+                      progress=False, packing=options.get("packing", True), async_steps=options.get("async_steps", 0),
+                      streamed_update=options.get("streamed_update", True))
     clock = OwnClock()
     rewards = InProcessRewards(AutoTokenizer.from_pretrained(model_dir), options.get("scorer_seconds", 0.0), clock)
     return BenchTrainer(cfg, reward_source=rewards), clock
@@ -372,22 +381,7 @@ def alternate(model_dir: str, prompts: list[str], spec: Workload, steps: int, wo
             else:
                 records["trl"].append({"seconds": now - self.mark, "tokens": self.tokens, "load": os.getloadavg()[0],
                                        **_quantiles(self.lengths)})
-            for name, (trainer, clock) in ours.items():
-                rss = memory_mark() if self.measuring else 0.0
-                started = time.perf_counter()
-                clock.start()
-                step = trainer.train_step()
-                clock.stop()
-                seconds = time.perf_counter() - started
-                if self.measuring:
-                    memory[name] = memory_peak(rss)
-                    continue
-                lengths = trainer.rewards.lengths[-1]  # the batch last sampled (async: the next step's)
-                records[name].append({
-                    "seconds": seconds, "tokens": round(step["completion_len_mean"] * PROMPTS_PER_STEP * GROUP),
-                    "load": os.getloadavg()[0], "generate": step["time_generate"], "train": step["time_train"],
-                    "score_wait": step["time_score_wait"], "generate_wait": step["time_generate_wait"],
-                    "staleness": step["staleness"], **_quantiles(lengths)})
+            our_round(ours, records, memory, self.measuring)
             self.rounds += 1
             control.should_training_stop = self.rounds > steps + 1
             self._start()
@@ -403,6 +397,82 @@ def alternate(model_dir: str, prompts: list[str], spec: Workload, steps: int, wo
         for row in rows:
             row["peak_memory_mib"] = memory.get(name, float("nan"))
     return out
+
+
+def our_round(ours: dict, records: dict[str, list[dict]], memory: dict[str, float], measuring: bool) -> None:
+    """One step of each of our configurations: its record, or (``measuring``) its peak memory."""
+    for name, (trainer, clock) in ours.items():
+        rss = memory_mark() if measuring else 0.0
+        started = time.perf_counter()
+        clock.start()
+        step = trainer.train_step()
+        clock.stop()
+        seconds = time.perf_counter() - started
+        if measuring:
+            memory[name] = memory_peak(rss)
+            continue
+        lengths = trainer.rewards.lengths[-1]  # the batch last sampled (async: the next step's)
+        records[name].append({
+            "seconds": seconds, "tokens": round(step["completion_len_mean"] * PROMPTS_PER_STEP * GROUP),
+            "load": os.getloadavg()[0], "generate": step["time_generate"], "train": step["time_train"],
+            "score_wait": step["time_score_wait"], "generate_wait": step["time_generate_wait"],
+            "staleness": step["staleness"], "early_groups": step.get("update_early_groups", 0), **_quantiles(lengths)})
+
+
+def alternate_ours(model_dir: str, prompts: list[str], spec: Workload, steps: int, work: Path) -> dict[str, list[dict]]:
+    """:func:`alternate` without TRL: ``steps + 1`` rounds of one step of each of ours (the first
+    dropped), then the memory round."""
+    ours = {name: make_ours(model_dir, prompts, spec, work / f"ours-{i}", options)
+            for i, (name, options) in enumerate(spec.ours.items())}
+    records: dict[str, list[dict]] = {name: [] for name in ours}
+    memory: dict[str, float] = {}
+    try:
+        for _ in range(steps + 1):
+            our_round(ours, records, memory, measuring=False)
+        our_round(ours, records, memory, measuring=True)
+    finally:
+        for trainer, _ in ours.values():
+            trainer.close()
+    out = {name: rows[1:] for name, rows in records.items()}
+    for name, rows in out.items():
+        for row in rows:
+            row["peak_memory_mib"] = memory.get(name, float("nan"))
+    return out
+
+
+def streaming_summary(spec: Workload, summaries: dict[str, dict]) -> dict[str, float]:
+    """The slow-scorer workload's question: what the on-policy step costs beyond the update alone.
+    ``update_alone``: the instant-scorer step (generate + update, nothing to wait for; batch
+    update); each slow-scorer on-policy step against it, and its part after generation (scoring +
+    update) against the instant step's update time."""
+    def find(slow: bool, streamed: bool):
+        for name, o in spec.ours.items():
+            if (not o.get("async_steps") and bool(o.get("scorer_seconds")) == slow
+                    and o.get("streamed_update", True) == streamed):
+                return summaries.get(name)
+        return None
+
+    base = find(False, False) or find(False, True)
+    if base is None:
+        return {}
+    out = {"update_alone_s_per_step": base["s_per_step"], "update_alone_train_s": base["train_s"]}
+    for streamed, key in ((True, "streamed"), (False, "batch")):
+        if (s := find(True, streamed)) is not None:
+            out[f"{key}_s_per_step"] = s["s_per_step"]
+            out[f"{key}_step_vs_update_alone"] = s["s_per_step"] / base["s_per_step"]
+            out[f"{key}_after_generate_s"] = s["s_per_step"] - s["generate_s"]
+            out[f"{key}_after_generate_vs_train_alone"] = (s["s_per_step"] - s["generate_s"]) / base["train_s"]
+    return out
+
+
+def with_scorer_seconds(spec: Workload, seconds: float) -> Workload:
+    """``spec`` with its slow scorer taking ``seconds`` (labels say so): e.g. as long as the update
+    takes on this machine, which the fixed 1 s is not on a loaded one."""
+    if not spec.trl_scorer_seconds:
+        return spec
+    ours = {name.replace(f"{SLOW_SCORER_SECONDS:g} s", f"{seconds:g} s"):
+            {**o, "scorer_seconds": seconds} if o.get("scorer_seconds") else o for name, o in spec.ours.items()}
+    return Workload(spec.model, spec.max_new, spec.no_eos, seconds, ours)
 
 
 def summary(rows: list[dict]) -> dict[str, float]:
@@ -425,7 +495,7 @@ def summaries_of(rows: dict[str, list[dict]]) -> dict[str, dict]:
     ratio of the two medians (both are reported)."""
     out = {name: summary(r) for name, r in rows.items()}
     for name, r in rows.items():
-        if name != "trl":
+        if name != "trl" and "trl" in rows:
             out[name]["vs_trl_paired"] = paired_ratio(rows["trl"], r)
     return out
 
@@ -435,18 +505,24 @@ def paired_ratio(trl: list[dict], ours: list[dict]) -> float:
 
 
 def report(threads: int, workload: str, summaries: dict[str, dict]) -> None:
-    trl = summaries["trl"]
-    print(f"threads={threads} {workload}: TRL {trl['s_per_step']:.2f} s/step, {trl['tokens_per_step']:.0f} tok, "
-          f"lengths p50/p90/max {trl.get('len_p50', 0):.0f}/{trl.get('len_p90', 0):.0f}/{trl.get('len_max', 0):.0f}, "
-          f"peak +{trl['peak_memory_mib']:.0f} MiB | load {trl['load']:.2f}", flush=True)
+    trl = summaries.get("trl")
+    if trl is not None:
+        print(f"threads={threads} {workload}: TRL {trl['s_per_step']:.2f} s/step, {trl['tokens_per_step']:.0f} tok, "
+              f"lengths p50/p90/max {trl.get('len_p50', 0):.0f}/{trl.get('len_p90', 0):.0f}/{trl.get('len_max', 0):.0f}, "
+              f"peak +{trl['peak_memory_mib']:.0f} MiB | load {trl['load']:.2f}", flush=True)
+    else:
+        print(f"threads={threads} {workload} (ours only)", flush=True)
     for name, s in summaries.items():
         if name == "trl":
             continue
-        print(f"    {name:28s} {s['s_per_step']:.2f} s/step (gen {s['generate_s']:.2f} + train {s['train_s']:.2f}; "
+        versus = f" | load {s['load']:.2f}"
+        if trl is not None:
+            versus = (f" | vs TRL x{trl['s_per_step'] / s['s_per_step']:.2f} per step "
+                      f"(paired x{s['vs_trl_paired']:.2f}), x{s['tokens_per_s'] / trl['tokens_per_s']:.2f} tok/s")
+        print(f"    {name:32s} {s['s_per_step']:.2f} s/step (gen {s['generate_s']:.2f} + train {s['train_s']:.2f}; "
               f"score wait {s['score_wait_s']:.2f}, gen wait {s['generate_wait_s']:.2f}; "
               f"staleness <= {s['staleness_max']}) {s['tokens_per_step']:.0f} tok, peak +{s['peak_memory_mib']:.0f} MiB"
-              f" | vs TRL x{trl['s_per_step'] / s['s_per_step']:.2f} per step (paired x{s['vs_trl_paired']:.2f}), "
-              f"x{s['tokens_per_s'] / trl['tokens_per_s']:.2f} tok/s", flush=True)
+              + versus, flush=True)
 
 
 def main() -> None:
@@ -457,10 +533,15 @@ def main() -> None:
     parser.add_argument("--json", help="write every step's record and the summaries here")
     parser.add_argument("--models", help="build the models in this directory, or reuse those built there before "
                                          "(default: a temporary directory)")
+    parser.add_argument("--ours-only", action="store_true", help="our configurations alone (no TRL installed)")
+    parser.add_argument("--scorer-seconds", type=float, default=SLOW_SCORER_SECONDS,
+                        help="the slow scorer's seconds per batch (slow_scorer workload)")
+    parser.add_argument("--ours", nargs="+", help="only our configurations with these names (after --scorer-seconds "
+                                                  "relabels them)")
     args = parser.parse_args()
 
     import transformers
-    import trl
+    trl = None if args.ours_only else __import__("trl")
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -470,20 +551,31 @@ def main() -> None:
         started = time.perf_counter()
         models, prompts = build_models(Path(args.models) if args.models else work,
                                        {SPECS[w].model for w in args.workloads})
-        print(f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}; "
+        print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+              f"trl {trl.__version__ if trl else 'not run'}; "
               f"models built and fine-tuned in {time.perf_counter() - started:.0f}s; "
               f"{PROMPTS_PER_STEP}x{GROUP} rollouts per step, prompts {PROMPT_TOKENS} tokens; "
               f"{time.strftime('%Y-%m-%d %H:%M %Z')}", flush=True)
         for threads in args.threads:
             for workload in args.workloads:
-                spec = SPECS[workload]
+                spec = with_scorer_seconds(SPECS[workload], args.scorer_seconds)
+                if args.ours:
+                    spec = Workload(spec.model, spec.max_new, spec.no_eos, spec.trl_scorer_seconds,
+                                    {n: o for n, o in spec.ours.items() if n in args.ours})
                 torch.set_num_threads(threads)
                 torch.manual_seed(0)
-                rows = alternate(models[spec.model], prompts, spec, args.steps, work / f"t{threads}-{workload}")
+                run = alternate_ours if args.ours_only else alternate
+                rows = run(models[spec.model], prompts, spec, args.steps, work / f"t{threads}-{workload}")
                 summaries = summaries_of(rows)
                 report(threads, workload, summaries)
-                results.append({"threads": threads, "workload": workload, "max_new_tokens": spec.max_new,
-                                "summaries": summaries, "steps": rows})
+                result = {"threads": threads, "workload": workload, "max_new_tokens": spec.max_new,
+                          "scorer_seconds": spec.trl_scorer_seconds, "load_before": os.getloadavg(),
+                          "summaries": summaries, "steps": rows}
+                if workload == "slow_scorer":
+                    result["streaming"] = streaming_summary(spec, summaries)
+                    print("    streaming: " + ", ".join(f"{k} {v:.2f}" for k, v in result["streaming"].items()),
+                          flush=True)
+                results.append(result)
                 if args.json:  # after every workload: a run stopped early keeps what it measured
                     Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
 

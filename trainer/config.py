@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainer.algorithm import FIELDS as ALGORITHM_FIELDS
 from trainer.algorithm import AlgorithmSettings, resolve
-from trainer.presets import preset
+from trainer.presets import PRESETS, preset
 from trainer.rollout.base import SamplingParams
 
 
@@ -40,7 +40,7 @@ class TrainConfig(BaseModel):
     reward_api_key: Optional[str] = Field(None, description="bearer key for the reward server")
 
     # the update rule: a preset and any overrides of its fields
-    method: str = Field("bot_grpo", description="preset: bot_grpo (bounded normalisation), bot_grpo_paper, grpo, dr_grpo, gspo, dapo, pure")
+    method: str = Field("bot_grpo", description=f"preset, one of {', '.join(PRESETS)}")
     estimator: Optional[str] = Field(None, description="override the preset's advantage estimator")
     estimator_options: Optional[dict[str, Any]] = Field(None, description="override the estimator's options")
     policy_loss: Optional[str] = Field(None, description="override the preset's policy loss")
@@ -67,6 +67,10 @@ class TrainConfig(BaseModel):
     async_steps: int = Field(0, ge=0, le=1, description="1: the next step's rollouts are generated and scored while "
                              "this step updates (one policy version stale at most, the ratio taken against the "
                              "behaviour log-probs); 0: on-policy")
+    streamed_update: bool = Field(True, description="on-policy: each group's advantages and backward as soon as "
+                                  "its rollouts are scored (gradients accumulated, one optimizer step; the same update). "
+                                  "Only where exact: num_iterations 1, async_steps 0, one process, a group-local "
+                                  "estimator; the batch path otherwise (DDP: always)")
 
     # optimisation
     steps: int = Field(100, ge=1, description="training steps")

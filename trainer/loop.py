@@ -6,7 +6,9 @@ reference log-probs while the server scores, shape rewards (overlong penalty, dy
 sampling), estimate advantages and update. Checkpoints, metrics and evaluations around it.
 
 With ``async_steps: 1`` (:mod:`trainer.pipeline`) the next step's rollouts are sampled and
-scored on a background thread while this step updates; on-policy is the default.
+scored on a background thread while this step updates; on-policy is the default. On-policy,
+the update is group-streamed where that is exact (``streamed_update``, :mod:`trainer.streamed`):
+each group's advantages and backward as soon as its rollouts are scored, one optimizer step.
 """
 from __future__ import annotations
 
@@ -38,8 +40,9 @@ from trainer.rollout.base import RolloutBatch
 from trainer.rollout.hf import HFEngine
 from trainer.rollout.prompts import PromptEncoder, stop_token_ids
 from trainer.shaping import informative_groups, overlong_penalty
+from trainer.streamed import run_streamed_update, streamable
 from trainer.tracking import MetricsLog, plot, read
-from trainer.update import UpdateBatch, batch_logprobs, policy_update
+from trainer.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
 
 
 def _schedule(cfg: TrainConfig):
@@ -163,19 +166,42 @@ class Trainer:
                                      self.cfg.sampling, seeds=seeds)
         return Rollouts(index, indices, seeds, version, batch, self._submit(batch, indices))
 
-    def _shape(self, batch: RolloutBatch, scored: ScoredBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Rewards and the loss mask: unscored rollouts leave the loss (and their groups' statistics)."""
-        token_rewards, mask = scored.token_rewards, batch.completion_mask & scored.scored[:, None]
-        seq_rewards = torch.where(scored.scored, scored.seq_rewards, math.nan)
+    def _shape(self, batch: RolloutBatch, scored: ScoredBatch,
+               rows: Optional[list[int]] = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rewards and the loss mask (of ``rows``, whole groups in order; default all): unscored
+        rollouts leave the loss (and their groups' statistics). Per rollout or per group only, so
+        shaping a few groups gives the batch's values for them."""
+        at = slice(None) if rows is None else torch.tensor(rows, dtype=torch.long)
+        ok = scored.scored[at]
+        token_rewards, mask = scored.token_rewards[at], batch.completion_mask[at] & ok[:, None]
+        seq_rewards = torch.where(ok, scored.seq_rewards[at], math.nan)
         zone = self.cfg.overlong_zone()
         if zone:
-            penalty = overlong_penalty(batch.lengths, self.cfg.sampling.max_new_tokens, zone, self.algo.overlong_penalty)
+            penalty = overlong_penalty(batch.lengths[at], self.cfg.sampling.max_new_tokens, zone,
+                                       self.algo.overlong_penalty)
             token_rewards = torch.where(mask, token_rewards + penalty[:, None], 0.0)
             seq_rewards = seq_rewards + penalty
         if self.algo.dynamic_sampling:
             groups = torch.arange(mask.shape[0]) // batch.group_size
             mask &= informative_groups(seq_rewards, groups)[:, None]
         return token_rewards, seq_rewards, mask
+
+    def _rows_layout(self, batch: RolloutBatch, rows: list[int]):
+        """The update layout of some of the batch's rows (each with its own prompt)."""
+        return make_layout([batch.prompt_ids[r // batch.group_size] for r in rows], batch.completion_ids[rows],
+                           batch.completion_mask[rows], 1, self.engine.pad_id, packing=self.cfg.packing,
+                           micro_batch_size=self.cfg.micro_batch_size, micro_batch_tokens=self.cfg.micro_batch_tokens)
+
+    def _streamed_update(self, batch: RolloutBatch, pending, ref_logp: Optional[torch.Tensor]) -> dict[str, float]:
+        """Group by group as the scores arrive (:mod:`trainer.streamed`), one optimizer step."""
+        update = StreamedUpdate(self.model, self.optimizer, self.algo, rows=batch.completion_mask.shape[0],
+                                temperature=self.cfg.sampling.temperature, norm_len=self.cfg.sampling.max_new_tokens,
+                                bf16=self.bf16)
+        return run_streamed_update(update, pending, batch.group_size,
+                                   shape=lambda rows: self._shape(batch, pending.partial, rows),
+                                   layout_for=lambda rows: self._rows_layout(batch, rows),
+                                   estimator=self.algo.estimator, estimator_options=self.algo.estimator_options,
+                                   ref_logp=ref_logp, max_grad_norm=self.cfg.max_grad_norm)
 
     def train_step(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -189,9 +215,13 @@ class Trainer:
             self.engine.prepare()  # the engine's copy := the weights before this update, read on this thread
             upcoming = self._background.submit(self._sample, self.step + 1, *self._prompts(self.step + 1), self.step)
         batch, pending = current.batch, current.scores
-        layout = make_layout(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
-                             self.engine.pad_id, packing=self.cfg.packing, micro_batch_size=self.cfg.micro_batch_size,
-                             micro_batch_tokens=self.cfg.micro_batch_tokens, d=self.d)
+        streamed = streamable(self.cfg, self.algo, self.d.world, pending) is None
+        layout = None  # the streamed update lays out each part itself; a reference pass needs the batch's
+        if not streamed or self.ref is not None:
+            layout = make_layout(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
+                                 self.engine.pad_id, packing=self.cfg.packing,
+                                 micro_batch_size=self.cfg.micro_batch_size,
+                                 micro_batch_tokens=self.cfg.micro_batch_tokens, d=self.d)
         overlap_started = time.perf_counter()
         old_logp = ref_logp = None  # while the server scores; the update's forward exactly (layout, autocast)
         same_forward = dict(temperature=self.cfg.sampling.temperature, micro_batch_size=self.cfg.micro_batch_size,
@@ -203,22 +233,29 @@ class Trainer:
         if self.ref is not None:
             ref_logp = batch_logprobs(self.ref, layout, **same_forward)
         overlapped = time.perf_counter() - overlap_started
-        scored = pending.result()
-        score_wait = time.perf_counter() - overlap_started - overlapped
-        token_rewards, seq_rewards, mask = self._shape(batch, scored)
-        groups = torch.arange(mask.shape[0]) // batch.group_size
-        advantages = compute_advantages(self.algo.estimator, token_rewards, mask, groups, seq_rewards,
-                                        **self.algo.estimator_options)
-        update_started = time.perf_counter()
-        stats = policy_update(self.model, self.optimizer,
-                              UpdateBatch.from_layout(layout, mask, advantages, old_logp, ref_logp),
-                              self.algo, temperature=self.cfg.sampling.temperature,
-                              micro_batch_size=self.cfg.micro_batch_size, num_iterations=self.cfg.num_iterations,
-                              max_grad_norm=self.cfg.max_grad_norm, norm_len=self.cfg.sampling.max_new_tokens,
-                              d=self.d, bf16=self.bf16)
+        if streamed:  # each group's backward as soon as it is scored
+            stats = self._streamed_update(batch, pending, ref_logp)
+            scored = pending.result()
+            token_rewards, seq_rewards, mask = self._shape(batch, scored)  # the same, whole batch (metrics)
+            score_wait, train_seconds = stats["score_wait"], stats["train"]
+            update_started = time.perf_counter()
+        else:
+            scored = pending.result()
+            score_wait = time.perf_counter() - overlap_started - overlapped
+            token_rewards, seq_rewards, mask = self._shape(batch, scored)
+            groups = torch.arange(mask.shape[0]) // batch.group_size
+            advantages = compute_advantages(self.algo.estimator, token_rewards, mask, groups, seq_rewards,
+                                            **self.algo.estimator_options)
+            update_started, train_seconds = time.perf_counter(), 0.0
+            stats = policy_update(self.model, self.optimizer,
+                                  UpdateBatch.from_layout(layout, mask, advantages, old_logp, ref_logp),
+                                  self.algo, temperature=self.cfg.sampling.temperature,
+                                  micro_batch_size=self.cfg.micro_batch_size, num_iterations=self.cfg.num_iterations,
+                                  max_grad_norm=self.cfg.max_grad_norm, norm_len=self.cfg.sampling.max_new_tokens,
+                                  d=self.d, bf16=self.bf16)
         self.scheduler.step()
         self.engine.sync_weights()
-        train_seconds = time.perf_counter() - update_started
+        train_seconds += time.perf_counter() - update_started
         staleness = self.step - current.version
         self.step += 1
         waited = time.perf_counter()
@@ -236,7 +273,9 @@ class Trainer:
                 "first_ratio_error": stats["first_ratio_error"],
                 "completion_len_mean": float(batch.lengths.float().mean()), "tokens_per_s": tokens / elapsed,
                 "kept_rollouts": int(mask.any(1).sum()), "update_skipped": stats["skipped"], "reward_errors": scored.errors,
-                "staleness": staleness, "time_generate": batch.timings["generate"], "time_score": scored.seconds,
+                "staleness": staleness, "update_streamed": int(streamed),
+                "update_early_groups": int(stats.get("early_groups", 0)),
+                "time_generate": batch.timings["generate"], "time_score": scored.seconds,
                 "time_score_wait": score_wait, "time_overlapped": overlapped, "time_generate_wait": generate_wait,
                 "time_train": train_seconds, "time_step": elapsed}
 

@@ -1,9 +1,12 @@
 """Rewards for a rollout batch from the reward server, scored in the background.
 
 ``RewardSource.submit`` sends the batch through the streaming client on a worker thread and
-returns a future at once, so the trainer computes log-probs (or anything else) while the server
-scores. The policy's own tokens go as ``token_offsets``, so the server's token scores line up
-with the trainer's tokens one to one. A rollout the server could not score (a result with
+returns a future at once (a :class:`StreamedScores`), so the trainer computes log-probs (or
+anything else) while the server scores. Results land in it one rollout at a time, as the server
+streams them; :meth:`StreamedScores.next_groups` hands out each group once all its rollouts are
+in (the group-streamed update starts on those), ``result()`` is the whole batch. The policy's
+own tokens go as ``token_offsets``, so the server's token scores line up with the trainer's
+tokens one to one. A rollout the server could not score (a result with
 ``error``) is marked unscored: NaN sequence reward, no token rewards, and the loop leaves it out
 of the loss rather than punish the policy for the server's failure.
 
@@ -13,16 +16,18 @@ thread of this process, for one-machine runs with no URL to point at.
 from __future__ import annotations
 
 import math
+import queue
 import socket
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
 from services.client import RewardClient
+from services.schemas import reward_units
 from trainer.rollout.alignment import scores_to_tensor
 from trainer.rollout.base import RolloutBatch
 
@@ -35,6 +40,8 @@ class ScoredBatch:
     spec_passed: torch.Tensor     # (B,) float: 1, 0, nan where no spec applies
     scored: torch.Tensor          # (B,) bool: False where the server could not score (result with `error`)
     seconds: float
+    component: Optional[torch.Tensor] = None   # (B,) float: 1 declares the spec's component, 0 not, nan: no such check
+    details: Optional[list] = None   # (B,) each result's ``details`` (``{}`` until delivered), with ``error`` if any
 
     @property
     def errors(self) -> int:
@@ -43,6 +50,92 @@ class ScoredBatch:
 
 def _flag(value: Optional[bool]) -> float:
     return math.nan if value is None else float(bool(value))
+
+
+class StreamedScores(Future):
+    """A batch's scores, filled in one rollout at a time by the thread that receives them.
+
+    A ``Future`` of the whole :class:`ScoredBatch` (``result()``), and also a stream of groups:
+    :meth:`next_groups` returns the groups completed since the last call (every rollout of group
+    ``g`` = rows ``g*G .. g*G+G-1`` delivered), in the order they completed; the rows of a group
+    it has returned are final in :attr:`partial`. A delivery error (a bad result, the stream
+    failing) fails the future and every waiter.
+    """
+
+    def __init__(self, mask: torch.Tensor, group_size: int):
+        super().__init__()
+        B, _ = mask.shape
+        if B % group_size:
+            raise ValueError(f"{B} rollouts are not whole groups of {group_size}")
+        self.mask, self.group_size = mask, group_size
+        nan = torch.full((B,), math.nan)
+        self.partial = ScoredBatch(torch.zeros(mask.shape, dtype=torch.float32), nan.clone(), nan.clone(),
+                                   nan.clone(), torch.zeros(B, dtype=torch.bool), 0.0, nan.clone(), [{}] * B)
+        self.num_groups = B // group_size
+        self._missing = [group_size] * self.num_groups
+        self._seen = torch.zeros(B, dtype=torch.bool)
+        self._completed: "queue.SimpleQueue[Optional[int]]" = queue.SimpleQueue()  # None: all in, or failed
+        self._started = time.perf_counter()
+        if B == 0:
+            self._finish()
+
+    def deliver(self, row: int, result: Mapping[str, Any]) -> None:
+        """Row ``row``'s server result (``score``, ``token_scores``, ``passed``, ``details``, or
+        ``error``). Called by one thread; raises (and fails the batch) on a result that does not fit."""
+        try:
+            if self._seen[row]:
+                raise ValueError(f"rollout {row} was delivered twice")
+            p, scored = self.partial, not result.get("error")
+            if scored:
+                n, token_scores = int(self.mask[row].sum()), result["token_scores"]
+                if len(token_scores) != n:
+                    raise ValueError(f"rollout {row}: {len(token_scores)} token scores for {n} tokens")
+                # in the recipe's units (the wire's map divided out): bot_grpo's min_std is a floor in them
+                p.token_rewards[row] = scores_to_tensor([reward_units(result)], self.mask[row:row + 1])[0]
+                p.seq_rewards[row] = float(result["score"])
+            details = result.get("details") or {}
+            p.details[row] = {**details, "error": result["error"]} if result.get("error") else details
+            p.passed[row] = _flag(result.get("passed"))
+            p.spec_passed[row] = _flag(details.get("spec_passed"))
+            p.component[row] = _flag(details.get("component_declared"))
+            p.scored[row] = scored
+            self._seen[row] = True
+        except Exception as error:
+            self.fail(error)
+            raise
+        group = row // self.group_size
+        self._missing[group] -= 1
+        if not self._missing[group]:
+            self._completed.put(group)
+        if bool(self._seen.all()):
+            self._finish()
+
+    def fail(self, error: BaseException) -> None:
+        if not self.done():
+            self.set_exception(error)
+            self._completed.put(None)
+
+    def _finish(self) -> None:
+        self.partial.seconds = time.perf_counter() - self._started
+        self.set_result(self.partial)
+        self._completed.put(None)
+
+    def next_groups(self, timeout: Optional[float] = None) -> list[int]:
+        """The groups completed since the last call, waiting for one if none is; ``[]`` once all
+        are in (and returned). Raises the delivery error once the batch has failed."""
+        groups: list[int] = []
+        item = self._completed.get(timeout=timeout)
+        while True:
+            if item is None:
+                self._completed.put(None)  # stays the end marker for later calls
+                if self.exception() is not None:
+                    raise self.exception()
+                return groups
+            groups.append(item)
+            try:
+                item = self._completed.get_nowait()
+            except queue.Empty:
+                return groups
 
 
 class RewardSource:
@@ -65,18 +158,20 @@ class RewardSource:
                      "token_offsets": [list(s) for s in spans], "reference": references[i // batch.group_size],
                      "finish_reason": "length" if cut else "stop"}
                     for i, (text, spans, cut) in enumerate(zip(batch.texts, batch.spans, batch.truncated.tolist()))]
-        return self._pool.submit(self._score, rollouts, batch.completion_mask, {**self.options, **(options or {})})
+        scores = StreamedScores(batch.completion_mask, batch.group_size)
+        self._pool.submit(self._stream, rollouts, scores, {**self.options, **(options or {})})
+        return scores
 
-    def _score(self, rollouts: list[dict], mask: torch.Tensor, options: dict[str, Any]) -> ScoredBatch:
-        started = time.perf_counter()
-        results = self.client.score(self.task, rollouts, options)
-        scored = torch.tensor([not r.get("error") for r in results], dtype=torch.bool)
-        return ScoredBatch(
-            token_rewards=scores_to_tensor([r["token_scores"] for r in results], mask) * scored[:, None],
-            seq_rewards=torch.where(scored, torch.tensor([r["score"] for r in results], dtype=torch.float32), math.nan),
-            passed=torch.tensor([_flag(r.get("passed")) for r in results]),
-            spec_passed=torch.tensor([_flag((r.get("details") or {}).get("spec_passed")) for r in results]),
-            scored=scored, seconds=time.perf_counter() - started)
+    def _stream(self, rollouts: list[dict], scores: StreamedScores, options: dict[str, Any]) -> None:
+        """Each result into ``scores`` as the server streams it (``RewardClient.stream``: every id
+        once, a broken stream resumed); any failure fails ``scores``."""
+        try:
+            for result in self.client.stream(self.task, rollouts, options):
+                scores.deliver(int(result["id"]), result)
+            if not scores.done():
+                raise RuntimeError("the reward stream ended before every rollout was scored")
+        except BaseException as error:
+            scores.fail(error)
 
 
 def _free_port() -> int:

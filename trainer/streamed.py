@@ -1,0 +1,124 @@
+"""The group-streamed update: the on-policy step's backward starts on the first scored groups.
+
+Every advantage estimator here normalises within a group, so a group's advantages are final
+as soon as its G rollouts are scored; so are its shaping (the overlong penalty is per rollout,
+dynamic sampling drops a whole group or keeps it) and its rows of the loss mask. The loop
+therefore takes the groups as they complete (:meth:`trainer.rewards.StreamedScores.next_groups`,
+fed by the reward server's NDJSON stream as results finish), computes their advantages with the
+same estimator call restricted to their rows, and runs their micro-batches' forward and
+backward (:class:`trainer.update.StreamedUpdate`), a few groups at a time in index order
+(:func:`parts_of`), while the rest of the batch is still being scored; the optimizer steps once,
+when the last group is in. The resulting parameters equal the batch update's to float
+tolerance (``tests/test_streamed_update.py``).
+
+Where that equality would not hold (or needs more than this), the step takes the batch path
+(:func:`streamable` says why): more than one optimizer pass per batch, the asynchronous
+pipeline, more than one process (DDP's backward is a collective: every rank would need the same
+number of them), an estimator not known to be group-local, an aggregation whose normaliser is
+not covered, a reward source whose futures do not stream, or one that had every score ready
+when the batch was submitted (an in-process scorer: nothing to hide, and one whole-batch
+layout needs fewer forwards than the parts). The loop asks right after submitting, so a remote
+scorer, which cannot answer within that instant, always streams.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+import torch
+
+from trainer.advantages import compute_advantages
+from trainer.update import STREAMABLE_AGGREGATIONS, StreamedUpdate
+
+# Estimators whose advantage for a row depends only on its own group's rows (segment reductions
+# per group id, per-row transforms): computing them on a few whole groups gives the batch's
+# values for those rows (checked for each, with its options, in tests/test_streamed_update.py).
+# An estimator registered elsewhere is not assumed to be: its steps take the batch path.
+GROUP_LOCAL_ESTIMATORS = frozenset({"bot_grpo", "bot_grpo_paper", "grpo", "dr_grpo", "rloo", "pure"})
+
+# A batch is updated in at most this many parts (consecutive groups each): what is left after
+# the last score is one part's update, and a batch of many small groups does not pay a
+# forward per group (each forward has a fixed cost, large against a small group's rows).
+MAX_PARTS = 8
+
+
+def streamable(cfg, algo, world: int, pending: Any) -> Optional[str]:
+    """``None`` when this step's update can be group-streamed exactly, else why it cannot."""
+    if not cfg.streamed_update:
+        return "streamed_update is off"
+    if cfg.async_steps:
+        return "async_steps: the batch was scored during the previous step"
+    if cfg.num_iterations != 1:
+        return "num_iterations > 1: every pass needs the whole batch"
+    if world > 1:
+        return "more than one rank: DDP needs as many backwards on every rank"
+    if algo.estimator not in GROUP_LOCAL_ESTIMATORS:
+        return f"estimator {algo.estimator!r} is not known to be group-local"
+    if algo.aggregation not in STREAMABLE_AGGREGATIONS:
+        return f"aggregation {algo.aggregation!r} has no streamed normaliser"
+    if not hasattr(pending, "next_groups"):
+        return "the reward source does not stream its results"
+    if pending.done():
+        return "every score is in already: one pass over the whole batch costs fewer forwards"
+    return None
+
+
+def parts_of(num_groups: int, max_parts: int = MAX_PARTS) -> list[list[int]]:
+    """Consecutive groups, ``ceil(num_groups / max_parts)`` a part (the last may hold fewer)."""
+    per = max(1, -(-num_groups // max_parts))
+    return [list(range(s, min(s + per, num_groups))) for s in range(0, num_groups, per)]
+
+
+def group_rows(groups: list[int], group_size: int) -> list[int]:
+    """The batch rows of ``groups`` (rows ``g*G .. g*G+G-1``), groups in ascending order."""
+    return [g * group_size + k for g in sorted(groups) for k in range(group_size)]
+
+
+def run_streamed_update(update: StreamedUpdate, pending, group_size: int, *,
+                        shape: Callable[[list[int]], tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+                        layout_for: Callable[[list[int]], Any], estimator: str, estimator_options: dict,
+                        ref_logp: Optional[torch.Tensor], max_grad_norm: float) -> dict[str, float]:
+    """Consume ``pending``'s groups as they complete, then step; returns the update's statistics
+    plus ``early_groups`` (groups whose backward ran before the batch's last score was in),
+    ``score_wait`` (seconds blocked on scores) and ``train`` (seconds of forward/backward and step).
+
+    Groups are updated in fixed parts (:func:`parts_of`: consecutive groups, at most
+    :data:`MAX_PARTS`) **in index order** (part k waits for part k-1's scores), each with its own
+    micro-batches: the computation, and so the resulting weights bit for bit, do not depend on
+    the order or timing in which scores arrive (a run, and its resume, reproduce).
+    ``shape(rows)`` gives (token rewards, sequence rewards, loss mask) of those rows (whole
+    groups); ``layout_for(rows)`` the update layout of those rows (any subset).
+    """
+    waited = computed = 0.0
+    arrived: set[int] = set()
+    parts = parts_of(pending.num_groups)
+    done, early = 0, 0
+    while True:
+        started = time.perf_counter()
+        groups = pending.next_groups()
+        waited += time.perf_counter() - started
+        if not groups:
+            break
+        arrived.update(groups)
+        started = time.perf_counter()
+        while done < len(parts) and arrived.issuperset(parts[done]):
+            _update_part(update, parts[done], group_size, shape, layout_for, estimator, estimator_options, ref_logp)
+            early += 0 if pending.done() else len(parts[done])
+            done += 1
+        computed += time.perf_counter() - started
+    started = time.perf_counter()
+    stats = update.finish(max_grad_norm)
+    return {**stats, "early_groups": early, "score_wait": waited, "train": computed + time.perf_counter() - started}
+
+
+def _update_part(update: StreamedUpdate, groups: list[int], group_size: int, shape, layout_for, estimator: str,
+                 estimator_options: dict, ref_logp: Optional[torch.Tensor]) -> None:
+    """Shaping, advantages and backward of some whole groups (rows out of the loss are not run)."""
+    rows = group_rows(groups, group_size)
+    token_rewards, seq_rewards, mask = shape(rows)
+    group_ids = torch.tensor(rows) // group_size
+    advantages = compute_advantages(estimator, token_rewards, mask, group_ids, seq_rewards, **estimator_options)
+    keep = mask.any(1).nonzero().squeeze(1)
+    if keep.numel():
+        chosen = [rows[i] for i in keep.tolist()]
+        update.add(layout_for(chosen), mask[keep], advantages[keep], ref_logp[chosen] if ref_logp is not None else None)
