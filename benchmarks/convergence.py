@@ -197,7 +197,7 @@ def train_one(run: Run, paths: dict[str, str], warm_start: str, out: Path, budge
         steps = trainer.train()
     finally:
         trainer.close()
-    record = {**asdict(run), "key": run.key, "evals": [{k: e.get(k) for k in ("step", "pass_rate", "spec_rate")}
+    record = {**asdict(run), "key": run.key, "evals": [{k: e.get(k) for k in ("step", "pass_rate", "spec_rate", "component_rate")}
                                                        for e in trainer.evals],
               "lengths": [round(s["completion_len_mean"], 1) for s in steps],  # mean completion tokens per step
               "seconds": time.perf_counter() - started, "threads": threads, "commit": _commit(),

@@ -18,8 +18,9 @@ pipe) is replaced by U+FFFD in every string of a request, keys of ``options`` an
 """
 from __future__ import annotations
 
+import math
 import re
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -151,3 +152,17 @@ class ScorersResponse(BaseModel):
 
 class ErrorResponse(BaseModel):
     detail: Any = Field(..., description="what was wrong with the request")
+
+
+def reward_units(result: Mapping[str, Any]) -> list[float]:
+    """A result's token scores back in the recipe's units, ``r = (token_score - shift) / scale``
+    for its ``reward_map = [scale, shift]`` (as sent without one). Every consumer that normalises
+    with a floor in reward units (``bot_grpo``'s ``min_std``) reads token rewards through this."""
+    scores = [float(x) for x in result["token_scores"]]
+    reward_map = result.get("reward_map")
+    if not reward_map:
+        return scores
+    scale, shift = (float(v) for v in reward_map)
+    if not (math.isfinite(scale) and math.isfinite(shift)) or scale <= 0:
+        raise ValueError(f"reward_map must be [scale > 0, shift], finite; got {list(reward_map)}")
+    return [(x - shift) / scale for x in scores]

@@ -87,3 +87,29 @@ def test_the_outcome_dominates(w, passing_local, failing_local):
     assert passing.min() >= failing.max() - 1e-12
     assert np.all(np.diff(token_rewards(-1.0, np.array([0.0, -0.5, -1.0]), w)) <= 0)
     assert failing.min() >= -1.0 and passing.max() <= 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([-1.0, 0.0, 1.0]), st.lists(st.sampled_from([0.0, -1.0]), min_size=1, max_size=6)),
+                min_size=2, max_size=6), st.sampled_from([0.1, 0.5, 1.0]))
+def test_min_std_is_in_reward_units_whatever_the_wire_map(rollouts, w):
+    """bot_grpo's floor on the spread applies to rewards in the recipe's units: the trainer divides
+    each result's reward_map out (services.schemas.reward_units), so the bounded estimator's
+    advantages are the same for every bound and equal those computed on r = R + w_s l directly."""
+    from reward_server.composition import wire_map
+    from services.schemas import reward_units
+
+    width = max(len(l) for _, l in rollouts)
+    mask = torch.zeros(len(rollouts), width, dtype=torch.bool)
+    direct = torch.zeros(len(rollouts), width, dtype=torch.float64)
+    for i, (R, local) in enumerate(rollouts):
+        mask[i, :len(local)] = True
+        direct[i, :len(local)] = torch.tensor([R + w * l for l in local], dtype=torch.float64)
+    groups = torch.zeros(len(rollouts), dtype=torch.long)
+    expected = compute_advantages("bot_grpo", direct, mask, groups)
+    for bounds in ((-1.0, 1.0), (0.0, 1.0), (-5.0, 3.0)):
+        units = torch.zeros_like(direct)
+        for i, (R, local) in enumerate(rollouts):
+            wire = {"token_scores": token_rewards(R, np.array(local), w, bounds).tolist(), "reward_map": wire_map(w, bounds)}
+            units[i, :len(local)] = torch.tensor(reward_units(wire), dtype=torch.float64)
+        assert torch.allclose(compute_advantages("bot_grpo", units, mask, groups), expected, atol=1e-6)

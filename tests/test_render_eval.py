@@ -55,3 +55,21 @@ def test_render_and_empty_render_rates_per_level():
     assert out["render/empty_render_rate"] == pytest.approx(1 / 5)
     assert out["render/render_error_rate"] == pytest.approx(1 / 5)
     assert "build/render_rate" not in out
+
+
+def test_component_rate_counts_only_the_named_exported_component():
+    """The headline React metric: compiles AND declares the spec's component. Three completions
+    that all compile, one of which is the task: pass rate 1, component rate 1/3."""
+    require_node_toolchain()
+    texts = ["```tsx\nexport default function Card() { return <div>x</div>; }\n```",
+             "```tsx\nfunction Card() { return <div>x</div>; }\nexport default function App() { return <p/>; }\n```",
+             "```tsx\n<div>x</div>;\n```"]
+    examples = [Example(f"prompt {i}", {"spec": {"component": "Card"}}) for i in range(len(texts))]
+    with EmbeddedServer(warm_scorers=False) as server:
+        source = RewardSource(server.url, "react", {"level": "build"})
+        try:
+            out = evaluate(Replay(texts), source, examples, SamplingParams(max_new_tokens=8))
+        finally:
+            source.close()
+    assert out["pass_rate"] == pytest.approx(1.0)
+    assert out["component_rate"] == pytest.approx(1 / 3)

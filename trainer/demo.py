@@ -107,6 +107,7 @@ def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[C
     summary = {"method": s.method, "steps": trainer.step, "seconds": time.perf_counter() - started,
                "compile_rate": [first["pass_rate"], last["pass_rate"]],
                "compile_and_spec_rate": [first["spec_rate"], last["spec_rate"]],
+               "compile_and_component_rate": [first.get("component_rate"), last.get("component_rate")],
                "evals": trainer.evals, "plot": str(Path(cfg.output_dir) / "curves.png"), "settings": asdict(s)}
     (Path(cfg.output_dir) / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

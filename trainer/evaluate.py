@@ -29,7 +29,9 @@ def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example
     """Sample ``samples`` completions per prompt (fixed seeds: the same model gives the same
     numbers) and score them, once per compile ``level`` (None: the source's own options).
 
-    Returns ``pass_rate``, ``spec_rate`` (passed and met the spec), ``reward_mean``, ``pass@k``
+    Returns ``pass_rate``, ``spec_rate`` (passed and met the spec), ``component_rate`` (React:
+    passed and declares the spec's named component, exported; the headline that a compiling
+    fragment does not inflate; None without a spec that names one), ``reward_mean``, ``pass@k``
     for each k, and the same per level as ``<level>/pass_rate`` when several levels are asked.
     With ``rewards=None`` it only samples (the other ranks of a sharded model) and returns None.
     """
@@ -41,8 +43,7 @@ def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example
     out: dict[str, Any] = {"prompts": len(prompts), "samples": samples,
                            "completion_len_mean": float(batch.lengths.float().mean())}
     for level in levels:
-        with render_metrics(rewards, level) as render:  # render and empty-render rates at level render
-            scored = rewards.submit(batch, refs, {"level": level} if level else None).result()
+        scored = rewards.submit(batch, refs, {"level": level} if level else None).result()
         passed = torch.nan_to_num(scored.passed, nan=0.0)
         both = passed * torch.nan_to_num(scored.spec_passed, nan=1.0)
         ok = scored.scored  # an unscored rollout is neither a pass nor a failure: left out, counted
@@ -50,10 +51,14 @@ def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example
         out[prefix + "pass_rate"] = float(passed[ok].mean()) if ok.any() else math.nan
         out[prefix + "spec_rate"] = (float(both[ok].mean()) if ok.any() and not scored.spec_passed.isnan().all()
                                      else None)
+        declared = scored.component
+        out[prefix + "component_rate"] = (  # passed (compiles / renders) AND declares the named component
+            float((passed * torch.nan_to_num(declared, nan=0.0))[ok].mean())
+            if declared is not None and ok.any() and not declared[ok].isnan().all() else None)
         out[prefix + "reward_mean"] = float(scored.seq_rewards[ok].mean()) if ok.any() else math.nan
         out[prefix + "unscored"] = scored.errors
         per_prompt = passed.view(len(prompts), samples).sum(1).long().tolist()  # unscored: not a pass
         for k in ks:
             out[f"{prefix}pass@{k}"] = sum(pass_at_k(samples, c, k) for c in per_prompt) / len(prompts)
-        out.update(render.metrics(prefix))
+        out.update(render_metrics(level, scored.details, prefix))  # render and empty-render rates at level render
     return out

@@ -51,9 +51,12 @@ def run(args: argparse.Namespace) -> int:
     table = Table(title=f"{settings.method}: held-out prompts ({settings.eval_prompts}), step 0 vs step {summary['steps']}")
     for col in ("metric", "first", "last", "change"):
         table.add_column(col, justify="right")
-    for label, key in (("compile rate", "compile_rate"), ("compiles and matches spec", "compile_and_spec_rate")):
+    for label, key in (("compile rate", "compile_rate"),
+                       ("compiles and declares the named component", "compile_and_component_rate"),
+                       ("compiles and matches spec", "compile_and_spec_rate")):
         first, last = summary[key]
-        table.add_row(label, f"{first:.3f}", f"{last:.3f}", f"{(last - first) * 100:+.1f} pts")
+        if first is not None and last is not None:
+            table.add_row(label, f"{first:.3f}", f"{last:.3f}", f"{(last - first) * 100:+.1f} pts")
     console.print(table)
     console.print(f"{summary['seconds']:.0f} s in all; curves: {summary['plot']}")
     return 0

@@ -36,6 +36,7 @@ import torch
 from trl import GRPOTrainer
 
 from services.client import RewardClient
+from services.schemas import reward_units
 from trainer.advantages import compute_advantages
 from trainer.rollout.alignment import token_spans
 
@@ -75,7 +76,7 @@ class RewardServerTokens:
             rollouts.append({"id": str(i), "group": str(groups.setdefault(str(prompt), len(groups))),
                              "completion": text, "token_offsets": [list(s) for s in spans], "reference": reference,
                              "finish_reason": "stop" if ids and ids[-1] in ends else "length"})
-        return [None if r.get("error") else list(r["token_scores"])
+        return [None if r.get("error") else reward_units(r)  # in the recipe's units: min_std is a floor in them
                 for r in self.client.score(self.task, rollouts, self.options)]
 
     def close(self) -> None:

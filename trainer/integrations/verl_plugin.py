@@ -30,6 +30,7 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 from verl.trainer.ppo.v1 import trainer_base
 
 from services.client import RewardClient
+from services.schemas import reward_units
 from trainer.integrations.verl import NAMES, reference_of, register, token_scores_row
 from trainer.rollout.alignment import token_spans
 
@@ -65,7 +66,7 @@ class BoTGRPORewardManager(RewardManagerBase):
                                                   "token_offsets": [list(s) for s in spans]}], self.options)
         unscored = bool(result.get("error"))
         return {"reward_score": float(result["score"]),
-                "reward_extra_info": {"botgrpo_token_scores": [float(x) for x in result["token_scores"]],
+                "reward_extra_info": {"botgrpo_token_scores": reward_units(result),  # the recipe's units
                                       "botgrpo_score": math.nan if unscored else float(result["score"]),
                                       "botgrpo_unscored": unscored}}
 
