@@ -34,10 +34,13 @@ def test_bad_values_are_named_with_the_valid_choices(tmp_path):
 
 
 def test_presets_are_valid_and_distinct():
-    assert set(PRESETS) == {"bot_grpo", "bot_grpo_paper", "grpo", "dr_grpo", "gspo", "dapo", "pure"}
-    # the default differs from the paper's estimator only in its bound on the normalisation
-    assert preset("bot_grpo").estimator_options == {"min_std": 0.5}
-    assert preset("bot_grpo").model_copy(update={"estimator_options": {}}) == preset("bot_grpo_paper")
+    assert set(PRESETS) == {"bot_grpo", "bot_grpo_paper", "grpo", "grpo_token_mean", "dr_grpo", "gspo", "dapo", "pure"}
+    # the default differs from the paper's estimator only in its bound on the normalisation, which
+    # is the registry estimator's own default (so bot_grpo means the same without the preset)
+    assert preset("bot_grpo").estimator_options == {} and preset("bot_grpo").estimator == "bot_grpo"
+    assert preset("bot_grpo").model_copy(update={"estimator": "bot_grpo_paper"}) == preset("bot_grpo_paper")
+    # GRPO's row with BoT-GRPO's aggregation differs from GRPO in that alone
+    assert preset("grpo").model_copy(update={"aggregation": "token-mean"}) == preset("grpo_token_mean")
     assert preset("dapo").eps_high == 0.28 and preset("gspo").policy_loss == "gspo"
     assert len({p.model_dump_json() for p in PRESETS.values()}) == len(PRESETS)
     copy = preset("grpo")

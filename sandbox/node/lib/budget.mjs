@@ -15,20 +15,10 @@
 
 import ts from "typescript";
 
+import { walk as nodes } from "./summary.mjs";
+
 export const MAX_BLAME_SPANS = 100;
 const MAX_ALIASES = 1000; // more aliases than this: every generic one is a suspect (no graph walk)
-
-/** Every node of `root`, parents before children, without recursion (deep JSX stays safe). */
-function* nodes(root) {
-  const stack = [root];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    yield node;
-    const children = [];
-    ts.forEachChild(node, (child) => { children.push(child); });
-    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
-  }
-}
 
 const referencedName = (node) =>
   ts.isTypeReferenceNode(node) && ts.isIdentifier(node.typeName) ? node.typeName.text : null;

@@ -27,7 +27,7 @@ const isJsx = (node) =>
   ts.isJsxElement(node) || ts.isJsxSelfClosingElement(node) || ts.isJsxFragment(node);
 
 /** Iterative pre-order walk (deeply nested JSX must not overflow the JS stack). */
-function* walk(root) {
+export function* walk(root) {
   const stack = [root];
   while (stack.length > 0) {
     const node = stack.pop();
