@@ -152,6 +152,9 @@ def server(tmp_path_factory):
     srv.stop()
 
 
+from services.schemas import reward_units  # noqa: E402
+
+
 def server_scores(url, task, tokenizer, ids, reference, options=None):
     from services.client import RewardClient
     from trainer.rollout.alignment import token_spans
@@ -175,7 +178,8 @@ def test_math_rewards_from_a_live_server_drive_the_token_advantages(tiny_model, 
     for i, row in enumerate(batch["rows"]):  # the scores the loss used are the server's for those very tokens
         prompt = tokenizer.decode(batch["prompt_ids"][i][batch["prompt_mask"][i].bool()], skip_special_tokens=True)
         ids = batch["completion_ids"][i][batch["completion_mask"][i].bool()].tolist()
-        assert row == server_scores(server.url, "math", tokenizer, ids, reference[prompt])["token_scores"]
+        # the trainer's rows are the server's token scores in reward units (its reward_map divided out)
+        assert row == pytest.approx(reward_units(server_scores(server.url, "math", tokenizer, ids, reference[prompt])))
     assert all(b["advantages"].isfinite().all() for b in trainer.batches)
 
 

@@ -161,3 +161,19 @@ def test_odd_types_in_every_option_of_every_registered_scorer_are_422s(task, tmp
                 ScoringService._options(task, {field: value})
             except RequestRejected as exc:
                 assert exc.status == 422 and field in exc.detail, (task, field, value, exc.detail)
+
+
+def test_a_spec_from_a_columnar_dataset_keeps_its_meaning():
+    """Arrow/Parquet rows (HF datasets, verl) carry every other row's keys as nulls: a null field or
+    props entry is absent, not a malformed spec; a wrong type still is."""
+    from pydantic import ValidationError
+
+    from reward_server.react.spec import Spec
+
+    row = {"component": "Card", "elements": ["ul"], "text": None, "props": {"button": ["onClick"], "a": None},
+           "render_props": None}
+    assert Spec.model_validate(row) == Spec(component="Card", elements=["ul"], props={"button": ["onClick"]})
+    with pytest.raises(ValidationError):
+        Spec.model_validate({"component": 5})
+    with pytest.raises(ValidationError):
+        Spec.model_validate({"props": {"button": "onClick"}})

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import json
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_RENDER_PROPS_CHARS = 20_000
 
@@ -39,6 +39,19 @@ class Spec(BaseModel):
     render_props: dict[str, Any] = Field(default_factory=dict, description="props to render the component with at "
                                          "level render (JSON; {\"$fn\": name} is a function that does nothing), "
                                          "over the defaults the sandbox infers from the prop types")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        """Columnar datasets (Arrow and Parquet: Hugging Face ``datasets``, verl's files) give every
+        row every key of every other row, null where it had none: a null field, or a null entry of
+        ``props``, is a requirement the row does not make (a wrong type is still refused)."""
+        if not isinstance(data, dict):
+            return data
+        data = {k: v for k, v in data.items() if v is not None}
+        if isinstance(data.get("props"), dict):
+            data["props"] = {tag: names for tag, names in data["props"].items() if names is not None}
+        return data
 
     @field_validator("render_props")
     @classmethod
