@@ -74,6 +74,17 @@ def test_takes_follow_the_measured_cost_and_the_number_of_lanes():
     assert len(backlog.take(8)) == 5
 
 
+def test_a_finished_lane_leaves_no_cost_behind():
+    """A long-running server sees millions of requests: a drained lane's cost estimate goes too."""
+    backlog = FairBacklog(chunk_s=0.5)
+    backlog.add(items("b", 2))
+    backlog.take(8)
+    backlog.record("b", 1, 0.1)
+    assert backlog.take(8) and backlog.lanes() == 0
+    backlog.record("b", 1, 0.1)
+    assert backlog._cost == {}
+
+
 def test_a_lane_that_is_not_ready_keeps_its_place_and_costs_nothing():
     backlog = FairBacklog()
     backlog.add(items("stalled", 5))

@@ -73,13 +73,16 @@ class FairBacklog:
             if lane:
                 self._lanes.move_to_end(batch)
             else:
-                del self._lanes[batch]  # its cost is kept until the last take's record()
+                del self._lanes[batch]  # its cost goes with the last take's record()
             return items
         return []
 
     def record(self, batch: str, items: int, elapsed_s: float) -> None:
         """A take of ``items`` of ``batch`` took ``elapsed_s``: update the lane's cost estimate."""
         if items < 1 or (batch not in self._lanes and batch not in self._cost):
+            return
+        if batch not in self._lanes:  # its last take: nothing left to size, so nothing to keep
+            self._cost.pop(batch, None)
             return
         per_item = max(0.0, elapsed_s) / items
         previous = self._cost.get(batch)
