@@ -35,10 +35,10 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import ValidationError
 from starlette.types import Message, Send
 
 from botgrpo import __version__
+from reward_server.bodies import read_body
 from reward_server.compat import router as compat_router
 from reward_server.limits import BodyLimit
 from reward_server.metrics import Metrics, RequestMetrics
@@ -72,23 +72,9 @@ def encode(content: Any) -> bytes:
 
 
 def parse_request(body: bytes) -> RewardRequest:
-    """The request in ``body``; :class:`RequestValidationError` (a 422) if it is not one.
-
-    ``json.loads`` accepts what FastAPI's own body parsing accepts (UTF-8, -16 or -32); the
-    schema then replaces lone surrogates (see :mod:`services.schemas`).
-    """
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise RequestValidationError([{"loc": ("body", exc.pos), "msg": f"JSON decode error: {exc.msg}",
-                                       "type": "json_invalid"}]) from None
-    except (ValueError, RecursionError) as exc:  # not UTF-8 / -16 / -32; nested beyond the parser's depth
-        raise RequestValidationError([{"loc": ("body",), "msg": f"unreadable JSON body: {type(exc).__name__}",
-                                       "type": "json_invalid"}]) from None
-    try:
-        return RewardRequest.model_validate(data)
-    except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]) from None
+    """The request in ``body``; :class:`RequestValidationError` (a 422) if it is not one (the
+    schema replaces lone surrogates: see :mod:`services.schemas`)."""
+    return read_body(body, RewardRequest)
 
 
 def result_tokens(outcome: Outcome) -> int:

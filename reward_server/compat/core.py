@@ -27,7 +27,6 @@ from contextlib import aclosing
 from typing import Any, Optional
 
 from fastapi import Request
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from reward_server.react.spec import Spec
@@ -78,22 +77,6 @@ def authorised(http: Request) -> None:
     if not hmac.compare_digest(given, key.get_secret_value().encode()):
         raise RequestRejected(401, "missing or invalid API key (send `Authorization: Bearer <key>`, or put it in the "
                                    "URL as the password: http://botgrpo:<key>@host/...)")
-
-
-def read_body(body: bytes, model: type[BaseModel]) -> BaseModel:
-    """``body`` (JSON) as ``model``; a :class:`RequestValidationError` (422, naming the field) if not."""
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise RequestValidationError([{"loc": ("body", exc.pos), "msg": f"JSON decode error: {exc.msg}",
-                                       "type": "json_invalid"}]) from None
-    except (ValueError, RecursionError) as exc:
-        raise RequestValidationError([{"loc": ("body",), "msg": f"unreadable JSON body: {type(exc).__name__}",
-                                       "type": "json_invalid"}]) from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]) from None
 
 
 def eos_texts(http: Request) -> tuple[str, ...]:

@@ -37,8 +37,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from reward_server.bodies import read_body
 from reward_server.compat.core import (SUMMARY_KEYS, body_schema, check_empty, cut_eos, eos_texts, query_options,
-                                      read_body, reference_for, score, summary, unit_score)
+                                      reference_for, score, summary, unit_score)
 from reward_server.service import RequestRejected
 from services.schemas import Text
 

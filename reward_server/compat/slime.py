@@ -29,7 +29,8 @@ from typing import Any, Literal, Optional, Union
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward_server.compat.core import (RESERVED, body_schema, cut_eos, eos_texts, query_options, read_body,
+from reward_server.bodies import read_body
+from reward_server.compat.core import (RESERVED, body_schema, cut_eos, eos_texts, query_options,
                                       reference_for, score, unit_score)
 from services.schemas import Text
 
