@@ -39,7 +39,7 @@ test: install $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(BIN)/botgrpo bench advantages
+	$(BIN)/python -m benchmarks.advantages
 
 # TRL lives in its own virtualenv: it is a comparison target and an integration, not a dependency.
 $(BENCH_VENV)/.installed: pyproject.toml Makefile sandbox/node/node_modules/.installed

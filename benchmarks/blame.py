@@ -2,10 +2,10 @@
 
     python -m benchmarks.blame [--per-kind 200] [--out docs/results/blame.json]
 
-Corpora: every React corruption that fails to compile (:mod:`trainer.tasks.react_corruptions`,
+Corpora: every React corruption that fails to compile (:mod:`botgrpo.trainer.tasks.react_corruptions`,
 applied to both task shapes; the edit site is the diff between the clean and the broken code)
 compiled at ``build`` (``typecheck`` for the mistakes only it sees) by the real sandbox, and
-arithmetic solutions with one wrong step (:mod:`trainer.tasks.arith`) scored by the math
+arithmetic solutions with one wrong step (:mod:`botgrpo.trainer.tasks.arith`) scored by the math
 scorer. For each local signal, per mistake kind:
 
 * **site**: how often the blamed characters (``l = -1``) touch the edit site;
@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from reward_server.react.local import LOCAL_SIGNALS, CompileOutcome, Window
-from reward_server.spans import char_scores
-from trainer.tasks import arith, react
-from trainer.tasks.react_corruptions import CORRUPTIONS
+from botgrpo.reward_server.react.local import LOCAL_SIGNALS, CompileOutcome, Window
+from botgrpo.reward_server.spans import char_scores
+from botgrpo.trainer.tasks import arith, react
+from botgrpo.trainer.tasks.react_corruptions import CORRUPTIONS
 
 SIGNALS: dict[str, tuple[str, Window]] = {
     "first error, 3 tokens": ("first_error", Window(3, "tokens")),
@@ -109,7 +109,7 @@ def _touches(blamed, spans: list[tuple[int, int]]) -> bool:
 
 
 def react_table(per_kind: int) -> list[dict]:
-    from sandbox.node_pool import NodePool
+    from botgrpo.sandbox.node_pool import NodePool
 
     cases = react_cases(per_kind)
     rows: dict[tuple[str, str], list[tuple[bool, bool, float]]] = {}
@@ -134,10 +134,10 @@ def react_table(per_kind: int) -> list[dict]:
 
 
 def math_table(n: int, seed: int = 0) -> list[dict]:
-    from reward_server.math.equivalence import warm_up
-    from reward_server.scorers.base import Rollout
-    from reward_server.scorers.math import MathOptions, MathScorer
-    from sandbox.process_pool import ProcessPool
+    from botgrpo.reward_server.math.equivalence import warm_up
+    from botgrpo.reward_server.scorers.base import Rollout
+    from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+    from botgrpo.sandbox.process_pool import ProcessPool
 
     rng = random.Random(seed)
     examples = [e for e in arith.make_examples(n * 3, seed, max_operand=9, max_operations=5) if len(e.operations) >= 3][:n]
@@ -206,8 +206,8 @@ def _share(blamed, span) -> float:
 
 def corpus_table(path: Path) -> list[dict]:
     """Each local signal on a real model's failing completions (see the module docstring)."""
-    from reward_server.scorers.base import Rollout
-    from reward_server.scorers.react import ReactOptions, ReactScorer
+    from botgrpo.reward_server.scorers.base import Rollout
+    from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
 
     rows = read_corpus(path)
     react_rows = [r for r in rows if r["task"] == "react"]
@@ -239,9 +239,9 @@ def corpus_table(path: Path) -> list[dict]:
         scorer.close()
     math_rows = [r for r in rows if r["task"] == "math"]
     if math_rows:
-        from reward_server.math.equivalence import warm_up
-        from reward_server.scorers.math import MathOptions, MathScorer
-        from sandbox.process_pool import ProcessPool
+        from botgrpo.reward_server.math.equivalence import warm_up
+        from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+        from botgrpo.sandbox.process_pool import ProcessPool
 
         with ProcessPool(1, initializer=warm_up) as pool:
             scorer = MathScorer(pool)

@@ -22,9 +22,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from reward_server.spans import char_scores
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.reward_server.spans import char_scores
 
 SIGNALS = ("first_error", "first_cause", "oracle")
 
@@ -54,7 +54,7 @@ def summarise(texts: list[str], results) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    from trainer.sft import sample_completions
+    from botgrpo.trainer.sft import sample_completions
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model", type=Path)

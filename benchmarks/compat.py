@@ -1,6 +1,6 @@
 """Latency of one math sample through the peers' protocols against ``/v1/rewards``, in one run.
 
-    python -m benchmarks.compat [--requests 200]     (or: botgrpo bench compat)
+    python -m benchmarks.compat [--requests 200]
 
 A live ``botgrpo serve`` (in-process queue); each route gets the same sample (the body its
 client sends: OpenRLHF's three lists, slime's one sample, our rollout) ``--requests`` times

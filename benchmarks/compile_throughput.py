@@ -13,8 +13,8 @@ import argparse
 import subprocess
 import time
 
-from sandbox.launcher import NODE_DIR
-from sandbox.node_pool import NodePool
+from botgrpo.sandbox.launcher import NODE_DIR
+from botgrpo.sandbox.node_pool import NodePool
 
 _TEMPLATE = '''import {{ useState }} from "react";
 
@@ -79,7 +79,7 @@ def bench_pool(pool: NodePool, codes: list[str], level: str, *, lint: bool = Fal
 
 def bench_screenshots(htmls: list[str], size: int = 1) -> float:
     """Screenshots per second of server-rendered markup (800 x 600) through a warm Chromium pool."""
-    from sandbox.screenshot import ScreenshotPool
+    from botgrpo.sandbox.screenshot import ScreenshotPool
 
     with ScreenshotPool(size=size) as shots:
         shots.shoot_many(htmls[:max(2, size)])  # start the browsers

@@ -6,7 +6,7 @@
 
 Two tasks, each from one warm start shared by every method and seed:
 
-* **react**: long components of named blocks (:mod:`trainer.tasks.react_blocks`, 15-30 lines)
+* **react**: long components of named blocks (:mod:`botgrpo.trainer.tasks.react_blocks`, 15-30 lines)
   from a warm start trained on mostly broken ones (up to two mistakes each), so it compiles a
   minority of the held-out prompts; reward: ``build`` verdict mixed with the spec check;
 * **math**: multi-step arithmetic, every step checked, error propagation in the local signal.
@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from benchmarks import convergence_report as report
-from trainer.tasks import arith
-from trainer.tasks.base import write_jsonl
+from botgrpo.trainer.tasks import arith
+from botgrpo.trainer.tasks.base import write_jsonl
 
 METHODS = ("bot_grpo", "grpo", "gspo", "dapo", "pure")
 # The pilots (docs/results/convergence/README.md): at 2e-4 GRPO went 0.11 -> 0.27 in 50 steps
@@ -102,7 +102,7 @@ def react_setup(root: Path, budget: Budget) -> dict[str, str]:
     """The block-component tasks and their warm start. The supervised pass is bounded by steps
     alone: a wall-time cap made the warm start (and its learning-rate schedule) depend on how busy
     the machine was, so a lost one could not be rebuilt. Every run of a study shares it."""
-    from trainer.demo import DemoSettings, prepare
+    from botgrpo.demo import DemoSettings, prepare
 
     settings = DemoSettings(out_dir=str(root / "react"), shape="blocks", broken_share=0.85, max_mistakes=2,
                             eval_prompts=budget.eval_prompts, sft_steps=budget.sft_steps)
@@ -115,7 +115,7 @@ ARITH = {"max_operand": 9, "max_operations": 3, "operators": ("+", "-")}
 def math_setup(root: Path, budget: Budget) -> dict[str, str]:
     """Arithmetic prompts (one to three steps of single-digit addition and subtraction) and a
     tiny policy warm-started on worked solutions, 40% of them with a wrong step or answer."""
-    from trainer.sft import build_tiny_policy, sft
+    from botgrpo.trainer.sft import build_tiny_policy, sft
 
     steps = budget.arith_sft_steps
     warm = root / "math" / f"warm-{steps}"
@@ -180,8 +180,9 @@ def train_one(run: Run, paths: dict[str, str], warm_start: str, out: Path, budge
     record (also written to ``out``)."""
     import torch
 
-    from trainer.config import TrainConfig
-    from trainer.loop import Trainer
+    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.embedded import reward_server_for
+    from botgrpo.trainer.loop import Trainer
 
     torch.set_num_threads(threads)
     setting = SETTINGS[run.task]
@@ -192,11 +193,12 @@ def train_one(run: Run, paths: dict[str, str], warm_start: str, out: Path, budge
                   sampling={"max_new_tokens": setting.max_new_tokens}, progress=False, tensorboard=False, plot=False)
     values.update(run.config)
     started = time.perf_counter()
-    trainer = Trainer(TrainConfig(**values))
-    try:
-        steps = trainer.train()
-    finally:
-        trainer.close()
+    with reward_server_for(TrainConfig(**values)) as cfg:
+        trainer = Trainer(cfg)
+        try:
+            steps = trainer.train()
+        finally:
+            trainer.close()
     record = {**asdict(run), "key": run.key, "evals": [{k: e.get(k) for k in ("step", "pass_rate", "spec_rate", "component_rate")}
                                                        for e in trainer.evals],
               "lengths": [round(s["completion_len_mean"], 1) for s in steps],  # mean completion tokens per step

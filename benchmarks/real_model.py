@@ -6,11 +6,11 @@ arithmetic prompts, its outputs scored, its failures sorted, its CPU costs measu
     python -m benchmarks.real_model score                           # -> docs/results/smollm2/, the failure corpus
     python -m benchmarks.real_model throughput                      # decode and update cost on this machine
 
-**sample.** Prompts from :mod:`trainer.tasks.react` (both shapes, the full vocabulary) and
-:mod:`trainer.tasks.arith`, each instruction sent as the user message of the model's chat
+**sample.** Prompts from :mod:`botgrpo.trainer.tasks.react` (both shapes, the full vocabulary) and
+:mod:`botgrpo.trainer.tasks.arith`, each instruction sent as the user message of the model's chat
 template (the prompt a user of an instruct model writes; the scorer takes the code out of the
 markdown reply). One completion per prompt from this project's decode loop
-(:class:`trainer.rollout.hf.HFEngine`, float32 weights), in chunks; each chunk is appended to
+(:class:`botgrpo.trainer.rollout.hf.HFEngine`, float32 weights), in chunks; each chunk is appended to
 the samples file as it finishes, with its decode time and the load average, so a stopped run
 resumes where it was. Settings are named ``--set`` (``main``: temperature 0.7, top-p 0.9;
 ``t1``: temperature 1.0, top-p 1.0, the trainer's default).
@@ -24,7 +24,7 @@ the committed corpus of failing completions, text only (``tests/data/smollm2_fai
 which the blame benchmark and the hostile-input fuzz suite read.
 
 **throughput.** Tokens/s of the decode loop at a few batch sizes, and one policy update (the
-trainer's :func:`trainer.update.policy_update`, float32, AdamW) on rollouts of the given shape,
+trainer's :func:`botgrpo.trainer.update.policy_update`, float32, AdamW) on rollouts of the given shape,
 with the load average beside each number; ``--update-rollouts 64 --update-tokens 200`` is one
 step of the CPU recipe in docs/performance.md.
 
@@ -82,7 +82,7 @@ class Prompt:
 
 def prompts_of(set_name: str) -> list[Prompt]:
     """The prompts of a sampling set, deterministic: the same set gives the same prompts."""
-    from trainer.tasks import arith, react
+    from botgrpo.trainer.tasks import arith, react
 
     spec = SETS[set_name]
     offset = 0 if set_name == "main" else 1000  # another set draws other prompts
@@ -109,10 +109,10 @@ def sample(args) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from trainer.precision import load_causal_lm
-    from trainer.rollout.base import SamplingParams
-    from trainer.rollout.hf import HFEngine
-    from trainer.rollout.prompts import PromptEncoder
+    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.rollout.prompts import PromptEncoder
 
     torch.set_num_threads(args.threads)
     path = args.work / "samples.jsonl"
@@ -173,8 +173,8 @@ def _keep(result: dict) -> dict:
 
 def score_samples(samples: list[dict]) -> list[dict]:
     """Each sample with ``scored[level]`` (react) or ``scored["math"]``: the server's verdicts."""
-    from services.client import RewardClient
-    from trainer.rewards import EmbeddedServer
+    from botgrpo.services.client import RewardClient
+    from botgrpo.embedded import EmbeddedServer
 
     react = [s for s in samples if s["task"] == "react"]
     maths = [s for s in samples if s["task"] == "math"]
@@ -403,14 +403,14 @@ def throughput(args) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from trainer.algorithm import AlgorithmSettings
-    from trainer.distributed import Dist
-    from trainer.policy import pack
-    from trainer.precision import disable_dropout, load_causal_lm
-    from trainer.rollout.base import SamplingParams
-    from trainer.rollout.hf import HFEngine
-    from trainer.rollout.prompts import PromptEncoder
-    from trainer.update import UpdateBatch, policy_update
+    from botgrpo.trainer.algorithm import AlgorithmSettings
+    from botgrpo.trainer.distributed import Dist
+    from botgrpo.trainer.policy import pack
+    from botgrpo.trainer.precision import disable_dropout, load_causal_lm
+    from botgrpo.trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.rollout.prompts import PromptEncoder
+    from botgrpo.trainer.update import UpdateBatch, policy_update
 
     torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -489,7 +489,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--micro-batch", type=int, default=8, help="throughput: rollouts per forward/backward")
     args = p.parse_args(argv)
     if args.model is None:
-        from trainer.pretrained import default_checkpoint
+        from botgrpo.trainer.pretrained import default_checkpoint
         args.model = default_checkpoint()
     globals()[args.stage](args)
     return 0

@@ -15,7 +15,7 @@ import json
 import os
 import time
 
-from sandbox.node_pool import NodePool
+from botgrpo.sandbox.node_pool import NodePool
 
 TEMPLATE = '''import {{ useState }} from "react";
 type Item = {{ id: number; label: string }};

@@ -36,11 +36,11 @@ def build(kind: str, path: str, eager: bool):
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     if kind == "hf":
-        from trainer.rollout.hf import HFEngine
+        from botgrpo.trainer.rollout.hf import HFEngine
         return HFEngine(model, tokenizer, seed=0, stop_ids=[-1])  # no stop id: every row runs to the cap
     from vllm import SamplingParams as VSampling
 
-    from trainer.rollout.vllm import VLLMEngine
+    from botgrpo.trainer.rollout.vllm import VLLMEngine
     engine = VLLMEngine(model, tokenizer, path, seed=0, bf16=kind.endswith("bfloat16"), sleep=False,
                         max_model_len=512, **({"enforce_eager": True} if eager else {}))
     plain = engine.sampling_params
@@ -73,7 +73,7 @@ def worker(args) -> dict:
     """One engine: warm-up, then each batch size once; tokens/s of ``generate`` (weights loaded first)."""
     import torch
 
-    from trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.rollout.base import SamplingParams
 
     started = time.perf_counter()
     engine = build(args.worker, args.model, not args.compile)
@@ -97,7 +97,7 @@ def worker(args) -> dict:
 
 
 def main(argv=None) -> int:
-    from trainer import pretrained
+    from botgrpo.trainer import pretrained
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=str(pretrained.default_checkpoint(pretrained.SMOLLM2)))

@@ -22,12 +22,12 @@ import time
 
 from benchmarks.compile_throughput import bench_esbuild_cli, bench_pool, bench_screenshots, component
 from benchmarks.math_throughput import ADVERSARIAL, ordinary
-from reward_server.math.equivalence import warm_up
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.math import MathOptions, MathScorer
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from sandbox.node_pool import NodePool
-from sandbox.process_pool import ProcessPool
+from botgrpo.reward_server.math.equivalence import warm_up
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.sandbox.node_pool import NodePool
+from botgrpo.sandbox.process_pool import ProcessPool
 
 
 def per_second(n: int, fn) -> float:

@@ -26,8 +26,8 @@ import httpx
 
 from benchmarks.compile_throughput import component
 from botgrpo.processes import Redis, Server, botgrpo
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
 
 
 def rollouts(n: int, offset: int = 0) -> list[dict]:

@@ -2,7 +2,7 @@
 
     python -m benchmarks.summary_cost [--n 300] [--rounds 5]
 
-Summarises ``--n`` task components (``trainer.tasks.react.make_example``, seed 0) ``--rounds``
+Summarises ``--n`` task components (``botgrpo.trainer.tasks.react.make_example``, seed 0) ``--rounds``
 times in one Node process, after one warm-up round, and prints the mean milliseconds a file for
 the parse and for the summary (parse excluded).
 """
@@ -15,8 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sandbox.launcher import NODE_DIR, NODE_STACK_KB
-from trainer.tasks.react import make_example
+from botgrpo.sandbox.launcher import NODE_DIR, NODE_STACK_KB
+from botgrpo.trainer.tasks.react import make_example
 
 SCRIPT = """
 import fs from "node:fs";

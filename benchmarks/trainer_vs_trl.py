@@ -138,7 +138,7 @@ BUILT = "bench-built"  # written last: a model directory without it was interrup
 def draw_prompts(model_dir: Path, rng: random.Random) -> list[str]:
     from transformers import AutoTokenizer
 
-    from trainer.tasks import arith
+    from botgrpo.trainer.tasks import arith
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     return exact_length_prompts(tokenizer, [t.prompt for t in arith.make_prompts(2000, 1)], 64, rng)
@@ -147,8 +147,8 @@ def draw_prompts(model_dir: Path, rng: random.Random) -> list[str]:
 def build_model(model_dir: Path, kind: str) -> None:
     """A random init almost never emits EOS, so each policy is fine-tuned for a few seconds (a
     few minutes for ``long_tail``) on completions of the lengths it should produce."""
-    from trainer.sft import build_tiny_policy, sft
-    from trainer.tasks import arith
+    from botgrpo.trainer.sft import build_tiny_policy, sft
+    from botgrpo.trainer.tasks import arith
 
     corpus = [p + c for p, c in arith.make_sft_corpus(400, 0)]
     build_tiny_policy(corpus, model_dir, hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, vocab_size=512)
@@ -275,8 +275,8 @@ class OwnClock:
 
 
 class InProcessRewards:
-    """Stands in for ``trainer.rewards.RewardSource``: the digit score per token, no server,
-    streamed rollout by rollout (:class:`trainer.rewards.StreamedScores`); with ``seconds``,
+    """Stands in for ``botgrpo.trainer.rewards.RewardSource``: the digit score per token, no server,
+    streamed rollout by rollout (:class:`botgrpo.trainer.rewards.StreamedScores`); with ``seconds``,
     rollout k of B answers ``seconds * (k + 1) / B`` of the trainer's own time after submission
     (in order, evenly: the whole batch takes ``seconds``), else all at once."""
 
@@ -285,7 +285,7 @@ class InProcessRewards:
         self.lengths: list[list[int]] = []  # each submitted batch's completion lengths
 
     def submit(self, batch, references) -> Future:
-        from trainer.rewards import StreamedScores
+        from botgrpo.trainer.rewards import StreamedScores
 
         self.lengths.append(batch.lengths.tolist())
         mask = batch.completion_mask
@@ -315,9 +315,9 @@ class InProcessRewards:
 def make_ours(model_dir: str, prompts: list[str], spec: Workload, out: Path, options: dict):
     from transformers import AutoTokenizer
 
-    from trainer.config import TrainConfig
-    from trainer.loop import Trainer
-    from trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.rollout.hf import HFEngine
 
     class NoEosEngine(HFEngine):
         """Never samples EOS, so every completion runs to ``max_new_tokens`` (TRL's ``min_new_tokens``)."""

@@ -35,9 +35,9 @@ def kind_of(passed: bool, violations: list[str]) -> Optional[str]:
 
 
 def measure(model: Path, tasks: list[dict], scorer, max_new_tokens: int, threads: int) -> dict:
-    from reward_server.scorers.base import Rollout
-    from reward_server.scorers.react import ReactOptions
-    from trainer.sft import sample_completions
+    from botgrpo.reward_server.scorers.base import Rollout
+    from botgrpo.reward_server.scorers.react import ReactOptions
+    from botgrpo.trainer.sft import sample_completions
 
     started = time.perf_counter()
     completions = sample_completions(model, [t["prompt"] for t in tasks], max_new_tokens=max_new_tokens, threads=threads)
@@ -51,7 +51,7 @@ def measure(model: Path, tasks: list[dict], scorer, max_new_tokens: int, threads
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    from reward_server.scorers.react import ReactScorer
+    from botgrpo.reward_server.scorers.react import ReactScorer
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("prompts", type=Path, help="JSONL of tasks (prompt, reference with spec), e.g. the study's eval.jsonl")

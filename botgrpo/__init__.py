@@ -17,19 +17,19 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _PUBLIC = {
-    "compute_advantages": "trainer.advantages",
-    "ESTIMATORS": "trainer.advantages",
-    "POLICY_LOSSES": "trainer.losses",
-    "KL_ESTIMATORS": "trainer.losses",
-    "aggregate": "trainer.losses",
-    "PRESETS": "trainer.presets",
-    "preset": "trainer.presets",
-    "TrainConfig": "trainer.config",
-    "Trainer": "trainer.loop",
-    "RewardClient": "services.client",
-    "AsyncRewardClient": "services.client",
-    "create_app": "reward_server.app",
-    "ServerSettings": "reward_server.settings",
+    "compute_advantages": "botgrpo.trainer.advantages",
+    "ESTIMATORS": "botgrpo.trainer.advantages",
+    "POLICY_LOSSES": "botgrpo.trainer.losses",
+    "KL_ESTIMATORS": "botgrpo.trainer.losses",
+    "aggregate": "botgrpo.trainer.losses",
+    "PRESETS": "botgrpo.trainer.presets",
+    "preset": "botgrpo.trainer.presets",
+    "TrainConfig": "botgrpo.trainer.config",
+    "Trainer": "botgrpo.trainer.loop",
+    "RewardClient": "botgrpo.services.client",
+    "AsyncRewardClient": "botgrpo.services.client",
+    "create_app": "botgrpo.reward_server.app",
+    "ServerSettings": "botgrpo.reward_server.settings",
 }
 
 __all__ = ["__version__", *_PUBLIC]

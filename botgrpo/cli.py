@@ -40,7 +40,6 @@ COMMANDS: dict[str, Command] = {
     "score": Command("score completions from a file and show per-token heat", module="score"),
     "eval": Command("evaluate a policy: compile rate per level, pass@k", module="eval"),
     "demo": Command("the whole system on one machine: reward server, tiny policy, BoT-GRPO on React", module="demo"),
-    "bench": Command("run a benchmark from benchmarks/", module="bench"),
     "convert-gguf": Command("convert a GGUF file (default: the bundled SmolLM2-135M-Instruct) into a checkpoint",
                             module="convert_gguf"),
 }
@@ -55,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from botgrpo.settings import SettingsError
+    from botgrpo.services.settings import SettingsError
 
     args = build_parser().parse_args(argv)
     try:

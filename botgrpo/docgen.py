@@ -47,10 +47,10 @@ def section(title: str, model: type[BaseModel], how: str, env_prefix: str | None
 
 
 def render() -> str:
-    from botgrpo.settings import AlgorithmSettings
-    from reward_server.settings import ServerSettings
-    from trainer.config import TrainConfig
-    from trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.algorithm import AlgorithmSettings
+    from botgrpo.reward_server.settings import ServerSettings
+    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.trainer.rollout.base import SamplingParams
 
     return "\n".join([
         HEADER,

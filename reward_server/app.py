@@ -17,7 +17,7 @@ whole response as Python objects.
 A client must keep reading: each chunk must be taken within ``send_timeout_s`` or the
 connection is closed, and a response's reader leaving (that, or a disconnect) drops the
 request's waiting rollouts. Unsent results pause the request's scoring (``max_unsent_tokens``)
-and count toward ``queue_max_depth`` (see :mod:`services.queue.inprocess`).
+and count toward ``queue_max_depth`` (see :mod:`botgrpo.services.queue.inprocess`).
 """
 from __future__ import annotations
 
@@ -38,14 +38,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import Message, Send
 
 from botgrpo import __version__
-from reward_server.bodies import read_body
-from reward_server.compat import router as compat_router
-from reward_server.limits import BodyLimit
-from reward_server.metrics import Metrics, RequestMetrics
-from reward_server.service import RequestRejected, ScoringService, error_result
-from reward_server.settings import ServerSettings, isolation_report
-from services.queue import InProcessQueue, Outcome, QueueFull, RedisQueue, RolloutQueue
-from services.schemas import ErrorResponse, RewardRequest, RewardResponse, ScorersResponse, clean_json
+from botgrpo.reward_server.bodies import read_body
+from botgrpo.reward_server.compat import router as compat_router
+from botgrpo.reward_server.limits import BodyLimit
+from botgrpo.reward_server.metrics import Metrics, RequestMetrics
+from botgrpo.reward_server.service import RequestRejected, ScoringService, error_result
+from botgrpo.reward_server.settings import ServerSettings, isolation_report
+from botgrpo.services.queue import InProcessQueue, Outcome, QueueFull, RedisQueue, RolloutQueue
+from botgrpo.services.schemas import ErrorResponse, RewardRequest, RewardResponse, ScorersResponse, clean_json
 
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False, description="required when the server runs with BOTGRPO_API_KEY")
@@ -73,7 +73,7 @@ def encode(content: Any) -> bytes:
 
 def parse_request(body: bytes) -> RewardRequest:
     """The request in ``body``; :class:`RequestValidationError` (a 422) if it is not one (the
-    schema replaces lone surrogates: see :mod:`services.schemas`)."""
+    schema replaces lone surrogates: see :mod:`botgrpo.services.schemas`)."""
     return read_body(body, RewardRequest)
 
 

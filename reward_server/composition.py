@@ -35,8 +35,8 @@ import math
 import numpy as np
 from pydantic import BaseModel, Field
 
-from reward_server.scorers.base import ScoreResult
-from reward_server.spans import Offsets, char_scores, token_minima
+from botgrpo.reward_server.scorers.base import ScoreResult
+from botgrpo.reward_server.spans import Offsets, char_scores, token_minima
 
 # The study in docs/results/convergence picks it; the paper found 0.1, 0.5 and 1.0 all robust.
 DEFAULT_LOCAL_WEIGHT = 0.5

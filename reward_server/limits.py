@@ -76,7 +76,7 @@ def default_split_count(text: str) -> int:
     """``len(default_split(text))`` without building the spans: one token per run of
     non-whitespace (with the whitespace before it), plus one for trailing whitespace.
 
-    ``str.split()`` and the regex ``\\s`` of :func:`reward_server.spans.default_split` use the
+    ``str.split()`` and the regex ``\\s`` of :func:`botgrpo.reward_server.spans.default_split` use the
     same definition of whitespace (``str.isspace``); a test checks that the counts agree.
     """
     if not text:

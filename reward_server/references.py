@@ -13,7 +13,7 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
-from reward_server.react.spec import Spec
+from botgrpo.reward_server.react.spec import Spec
 
 
 class ReactReference(BaseModel):

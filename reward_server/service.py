@@ -14,14 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from reward_server.scorers import SCORERS, create_scorer, scorer_class
-from reward_server.composition import clip_outcome, compose, wire_map
-from reward_server.references import reference_problems
-from reward_server.scorers.base import Rollout, ScoreResult
-from reward_server.settings import ServerSettings
-from reward_server.spans import check_offsets, default_split
-from services.queue import WorkItem
-from services.schemas import RewardRequest
+from botgrpo.reward_server.scorers import SCORERS, create_scorer, scorer_class
+from botgrpo.reward_server.composition import clip_outcome, compose, wire_map
+from botgrpo.reward_server.references import reference_problems
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
+from botgrpo.reward_server.settings import ServerSettings
+from botgrpo.reward_server.spans import check_offsets, default_split
+from botgrpo.services.queue import WorkItem
+from botgrpo.services.schemas import RewardRequest
 
 
 class RequestRejected(Exception):
@@ -50,7 +50,7 @@ class ScoringService:
     def _scorer_kwargs(self, task: str) -> dict[str, Any]:
         s = self.settings
         if task in ("react", "judge"):  # the judge scorer starts from a react scorer of its own
-            from sandbox.isolation import IsolationConfig
+            from botgrpo.sandbox.isolation import IsolationConfig
             return {"allow": s.react_allow, "pool_size": s.react_pool_size, "timeout_s": s.compile_timeout_s,
                     "isolation": IsolationConfig(require=frozenset(s.sandbox_require))}
         if task == "model":
@@ -85,7 +85,7 @@ class ScoringService:
         """The request's validated options; :class:`RequestRejected` naming the first problem.
 
         Each rollout's ``reference`` is validated against its scorer's ``Reference`` model (see
-        :mod:`reward_server.references`): a malformed spec is a 422 naming the field, never a
+        :mod:`botgrpo.reward_server.references`): a malformed spec is a 422 naming the field, never a
         rollout judged as if it had none. The HTTP layer calls this before queueing (Redis too).
         """
         s = self.settings
@@ -117,7 +117,7 @@ class ScoringService:
                 if problem:
                     raise RequestRejected(422, f"rollouts[{i}]: {problem}")
             # the work (and the response) grows with the tokens scored: cap their sum per request
-            from reward_server.limits import default_split_count
+            from botgrpo.reward_server.limits import default_split_count
             total_tokens += (len(rollout.token_offsets) if rollout.token_offsets is not None
                              else default_split_count(rollout.completion))
             if total_tokens > s.max_request_tokens:

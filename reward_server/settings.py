@@ -6,7 +6,7 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from botgrpo.settings import load
+from botgrpo.services.settings import load
 
 AUTO = "auto"
 # what `sandbox_require: auto` requires where the host can provide it (bubblewrap, unshare)
@@ -67,7 +67,7 @@ class ServerSettings(BaseModel):
         low, high = self.bounds
         if not low < high:
             raise ValueError(f"bounds must be [low, high] with low < high, got {list(self.bounds)}")
-        from sandbox.isolation import ALL_LAYERS, detect
+        from botgrpo.sandbox.isolation import ALL_LAYERS, detect
         rest = [layer for layer in self.sandbox_require if layer != AUTO]
         unknown = sorted(set(rest) - set(ALL_LAYERS))
         if unknown:
@@ -81,7 +81,7 @@ class ServerSettings(BaseModel):
 
 def load_server_settings(yaml_path=None, overrides: Optional[Mapping[str, Any]] = None,
                          environ: Optional[Mapping[str, str]] = None) -> ServerSettings:
-    """:func:`botgrpo.settings.load` for the server, plus the conventional ``REDIS_URL``
+    """:func:`botgrpo.services.settings.load` for the server, plus the conventional ``REDIS_URL``
     (used when ``BOTGRPO_REDIS_URL`` and ``--redis-url`` are both absent)."""
     env = dict(os.environ if environ is None else environ)
     if "BOTGRPO_REDIS_URL" not in env and env.get("REDIS_URL"):
@@ -91,11 +91,11 @@ def load_server_settings(yaml_path=None, overrides: Optional[Mapping[str, Any]] 
 
 def isolation_report(settings: ServerSettings) -> dict[str, Any]:
     """The compiler sandbox's isolation on this host under ``settings`` (for /readyz and the
-    start-up log): ``active`` layers (what :meth:`sandbox.node_pool.NodePool.active_layers`
+    start-up log): ``active`` layers (what :meth:`botgrpo.sandbox.node_pool.NodePool.active_layers`
     returns for the same configuration), ``missing`` ones (every known layer not active),
     ``required`` ones, a ``hint`` naming what to install, and ``error`` when a required layer
     is unavailable (the compiler pool then refuses to start)."""
-    from sandbox import isolation as iso
+    from botgrpo.sandbox import isolation as iso
 
     config = iso.IsolationConfig(require=frozenset(settings.sandbox_require))
     host = iso.detect()

@@ -2,7 +2,7 @@
 
 Scorers speak characters; callers speak their own tokens, given as character spans of the
 completion. The rules, shared by every scorer (the composition layer in
-:mod:`reward_server.composition` applies them to the local signal):
+:mod:`botgrpo.reward_server.composition` applies them to the local signal):
 
 1. **Characters.** A character covered by spans takes the lowest of their values (blame is
    never averaged away); a character no span covers takes the ``default``.
@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from reward_server.scorers.base import SpanScore
+from botgrpo.reward_server.scorers.base import SpanScore
 
 Offsets = Sequence[tuple[int, int]] | np.ndarray
 _SPLIT = re.compile(r"\s*\S+|\s+")

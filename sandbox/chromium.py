@@ -3,7 +3,7 @@ protocol on a pipe (``--remote-debugging-pipe``: fd 3 in, fd 4 out; no port, so 
 needs no network at all).
 
 Debian's ``chromium`` package, nothing downloaded. Chromium runs as root here, so its own
-sandbox is off (``--no-sandbox``); the process layers of :mod:`sandbox.isolation` are the
+sandbox is off (``--no-sandbox``); the process layers of :mod:`botgrpo.sandbox.isolation` are the
 boundary instead: bubblewrap's filesystem view (``/usr``, fonts, a private ``/tmp``), an empty
 network namespace, uid nobody, rlimits. Pages get markup only: JavaScript is disabled and a
 content security policy blocks every load, so what Chromium shows is the server render.
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox import isolation as iso
-from sandbox.launcher import NOBODY, SANDBOX_TMP, _prlimit_args, _system_binds
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.launcher import NOBODY, SANDBOX_TMP, _prlimit_args, _system_binds
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -30,10 +30,10 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox import isolation as iso
-from sandbox.launcher import NODE_DIR
-from sandbox.results import CompileResult, failure, from_response
-from sandbox.worker_process import (
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.launcher import NODE_DIR
+from botgrpo.sandbox.results import CompileResult, failure, from_response
+from botgrpo.sandbox.worker_process import (
     ResponseTooLarge,
     WorkerError,
     WorkerProcess,

@@ -8,7 +8,7 @@ bubblewrap on a laptop) must not silently lose the others. The operator lists la
 *require*; a required layer that this host cannot provide makes pool start-up fail closed
 with :class:`IsolationUnavailable` naming the layer. Everything else available is used.
 
-Building the actual command line lives in :mod:`sandbox.launcher`.
+Building the actual command line lives in :mod:`botgrpo.sandbox.launcher`.
 """
 
 from __future__ import annotations

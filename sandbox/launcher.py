@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import isolation as iso
+from botgrpo.sandbox import isolation as iso
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 WORKER_SCRIPT = NODE_DIR / "worker.mjs"

@@ -6,7 +6,7 @@
     result = pool.compile(code, level="render", lint=True)     # executes it: result.render, result.lint
 
 Level ``render`` runs the component (server-side, in a fresh realm on a render thread with its
-own heap limit) and therefore needs the isolation layers of :data:`sandbox.isolation.RENDER_LAYERS`:
+own heap limit) and therefore needs the isolation layers of :data:`botgrpo.sandbox.isolation.RENDER_LAYERS`:
 without them it raises :class:`~sandbox.isolation.IsolationUnavailable` unless the operator
 opted out (``render_unisolated=True`` or ``BOTGRPO_RENDER_UNISOLATED=1``).
 
@@ -27,10 +27,10 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterable, Mapping, Sequence
 
-from sandbox import isolation as iso
-from sandbox.dispatcher import Job, PoolStats, WorkerSlot
-from sandbox.results import CompileResult, Diagnostic, RenderResult, failure
-from sandbox.scratch import sweep_stale
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.dispatcher import Job, PoolStats, WorkerSlot
+from botgrpo.sandbox.results import CompileResult, Diagnostic, RenderResult, failure
+from botgrpo.sandbox.scratch import sweep_stale
 
 __all__ = ["NodePool", "CompileResult", "Diagnostic", "RenderResult", "LEVELS", "IsolationConfig"]
 

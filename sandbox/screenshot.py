@@ -1,5 +1,5 @@
 """Screenshots of rendered components: a small pool of sandboxed headless Chromiums
-(:mod:`sandbox.chromium`) turning server-rendered markup into PNGs.
+(:mod:`botgrpo.sandbox.chromium`) turning server-rendered markup into PNGs.
 
     with ScreenshotPool(size=1) as shots:
         shot = shots.shoot(result.render.html, width=800, height=600)   # Shot(png, error, elapsed_s)
@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from sandbox import isolation as iso
-from sandbox.chromium import Chromium, ChromiumError, chromium_executable
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.chromium import Chromium, ChromiumError, chromium_executable
 
 log = logging.getLogger(__name__)
 MAX_SIDE = 4096

@@ -18,9 +18,9 @@ import threading
 import time
 from typing import Any, Callable
 
-from sandbox import isolation as iso
-from sandbox.launcher import build_launch, worker_command
-from sandbox.scratch import make_scratch_dir
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.launcher import build_launch, worker_command
+from botgrpo.sandbox.scratch import make_scratch_dir
 
 READY_ID = "__ready__"
 _ID_PREFIX = re.compile(rb'^\{"id":"([^"\\]{1,64})"')

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import torch
 
-from trainer.config import TrainConfig
-from trainer.distributed import unwrap
-from trainer.loop import Trainer
+from botgrpo.trainer.config import TrainConfig
+from botgrpo.trainer.distributed import unwrap
+from botgrpo.embedded import reward_server_for
+from botgrpo.trainer.loop import Trainer
 
 
 def main() -> None:
@@ -23,7 +24,8 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from tests import fake_vllm
         fake_vllm.install()
-    trainer = Trainer(cfg)
+    server = reward_server_for(cfg)
+    trainer = Trainer(server.__enter__())
     try:
         trainer.train()
         state = {name: p.detach().full_tensor() if hasattr(p, "full_tensor") else p.detach()
@@ -35,6 +37,7 @@ def main() -> None:
                         "events": llm.events}, Path(sys.argv[2]) / f"vllm{trainer.d.rank}.pt")
     finally:
         trainer.close()
+        server.__exit__(None, None, None)
 
 
 if __name__ == "__main__":

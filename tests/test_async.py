@@ -10,7 +10,7 @@ import torch
 
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from trainer.distributed import unwrap
+from botgrpo.trainer.distributed import unwrap
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def setup(tmp_path_factory):
 
 
 def make(setup, out, **overrides):
-    from trainer.loop import Trainer
+    from botgrpo.trainer.loop import Trainer
     values = dict(steps=3, eval_dataset=None, plot=False, async_steps=1)
     values.update(overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted(unscored=(1,)))
@@ -30,7 +30,7 @@ def params(module):
 
 
 def test_on_policy_is_the_default():
-    from trainer.config import TrainConfig
+    from botgrpo.trainer.config import TrainConfig
     assert TrainConfig(model="m", dataset="d").async_steps == 0
     with pytest.raises(ValueError):
         TrainConfig(model="m", dataset="d", async_steps=2)
@@ -38,7 +38,7 @@ def test_on_policy_is_the_default():
 
 def test_rollouts_come_from_the_weights_before_the_previous_update_and_the_ratio_uses_their_logprobs(
         setup, tmp_path, monkeypatch):
-    import trainer.loop as loop
+    import botgrpo.trainer.loop as loop
     trainer = make(setup, tmp_path / "run", steps=3, num_iterations=2)
     assert trainer.engine.model is not unwrap(trainer.model)  # the sampler has its own copy of the weights
     events, generated, updates = [], [], []

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 from tests.live_server import LiveServer
 
 ROLLOUTS, WORDS = 1000, 4000  # 8 MB of JSON, 4.0M tokens (the server's whitespace split)

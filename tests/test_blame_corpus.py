@@ -7,7 +7,7 @@ import json
 
 from benchmarks import blame
 from benchmarks.real_model import CORPUS
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 
 
 def _slice(tmp_path, per_level: int = 3):

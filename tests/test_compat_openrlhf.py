@@ -35,7 +35,7 @@ import httpx
 import pytest
 import torch
 
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 from tests.live_server import LiveServer
 

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 from tests.live_server import LiveServer
 

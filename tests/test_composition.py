@@ -4,9 +4,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from reward_server.composition import clip_outcome, compose, token_rewards
-from reward_server.scorers.base import ScoreResult, SpanScore
-from trainer.advantages import compute_advantages
+from botgrpo.reward_server.composition import clip_outcome, compose, token_rewards
+from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
+from botgrpo.trainer.advantages import compute_advantages
 
 
 def test_hand_computed():
@@ -96,8 +96,8 @@ def test_min_std_is_in_reward_units_whatever_the_wire_map(rollouts, w):
     """bot_grpo's floor on the spread applies to rewards in the recipe's units: the trainer divides
     each result's reward_map out (services.schemas.reward_units), so the bounded estimator's
     advantages are the same for every bound and equal those computed on r = R + w_s l directly."""
-    from reward_server.composition import wire_map
-    from services.schemas import reward_units
+    from botgrpo.reward_server.composition import wire_map
+    from botgrpo.services.schemas import reward_units
 
     width = max(len(l) for _, l in rollouts)
     mask = torch.zeros(len(rollouts), width, dtype=torch.bool)

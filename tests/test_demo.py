@@ -1,8 +1,8 @@
 """The demo pipeline end to end at a tiny size (the full demo runs from `make demo`)."""
 import json
 
-from sandbox.testing import require_node_toolchain
-from trainer.demo import DemoSettings, run
+from tests.node_toolchain import require_node_toolchain
+from botgrpo.demo import DemoSettings, run
 
 
 def test_demo_pipeline_small(tmp_path):

@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 import yaml
 
-from reward_server.settings import ServerSettings
+from botgrpo.reward_server.settings import ServerSettings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 REPO = DEPLOY.parent
@@ -121,7 +121,7 @@ def test_env_example_botgrpo_names_are_settings():
 
 
 def test_server_environment_values_load(compose):
-    from reward_server.settings import load_server_settings
+    from botgrpo.reward_server.settings import load_server_settings
 
     env = env_example()
     for name in ("server", "worker"):

@@ -6,7 +6,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from reward_server.settings import ServerSettings, load_server_settings
+from botgrpo.reward_server.settings import ServerSettings, load_server_settings
 
 K8S = Path(__file__).resolve().parents[1] / "deploy" / "k8s"
 KUBERNETES_VERSION = "1.30"  # oldest release the manifests target

@@ -18,8 +18,8 @@ def env(tmp_path_factory):
     setup = tiny_math_setup(tmp)
     # a short warm start: a random-init policy writes no answer, every token then scores the
     # lowest reward, every advantage is 0 and no weight would move
-    from trainer.sft import sft
-    from trainer.tasks import arith
+    from botgrpo.trainer.sft import sft
+    from botgrpo.trainer.tasks import arith
     sft(setup["model"], arith.make_sft_corpus(200, 0), max_steps=60, max_seconds=None, lr=5e-3)
     server = LiveServer(tmp, env={"BOTGRPO_WARM_SCORERS": "false"})
     yield tmp, setup, server
@@ -68,18 +68,20 @@ def test_two_ranks_match_one_process(env, mode):
     tmp, setup, server = env
     single = run(tmp, setup, server, f"single-{mode}", 1, "none")[0]
     rank0, rank1 = run(tmp, setup, server, f"two-{mode}", 2, mode)
-    for name, p in single.items():
-        assert torch.equal(rank0[name], rank1[name]), f"{name} differs across ranks"
-        assert torch.allclose(rank0[name], p, atol=2e-5, rtol=1e-4), f"{name}: 2 ranks != 1 process"
+    _same(single, rank0, rank1)
     from transformers import AutoModelForCausalLM
     initial = dict(AutoModelForCausalLM.from_pretrained(setup["model"]).named_parameters())
     assert any(not torch.equal(initial[name].detach(), p) for name, p in single.items())  # training moved them
 
 
 def _same(single, rank0, rank1):
+    """The ranks agree exactly, and match one process to float tolerance. Except the keys' bias:
+    its gradient is 0 in exact arithmetic (softmax over keys ignores a shift q.b common to them
+    all), so AdamW turns each path's rounding noise into lr-sized steps of either sign."""
     for name, p in single.items():
         assert torch.equal(rank0[name], rank1[name]), f"{name} differs across ranks"
-        assert torch.allclose(rank0[name], p, atol=2e-5, rtol=1e-4), f"{name}: 2 ranks != 1 process"
+        if not name.endswith("k_proj.bias"):
+            assert torch.allclose(rank0[name], p, atol=2e-5, rtol=1e-4), f"{name}: 2 ranks != 1 process"
 
 
 def test_two_ranks_packed_match_one_process_padded(env):

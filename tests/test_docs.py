@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from botgrpo.docgen import render
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 from tests.live_server import LiveServer
 
 ROOT = Path(__file__).resolve().parents[1]

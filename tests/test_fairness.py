@@ -28,8 +28,8 @@ from pathlib import Path
 
 import httpx
 
-from services.queue import InProcessQueue, WorkItem
-from services.queue.fair import FairBacklog, take_size
+from botgrpo.services.queue import InProcessQueue, WorkItem
+from botgrpo.services.queue.fair import FairBacklog, take_size
 
 FLOOD = 24
 
@@ -165,7 +165,7 @@ def measure(url: str, flood: int = FLOOD) -> dict[str, float]:
 
 
 def test_a_flood_of_slow_rollouts_delays_another_client_by_about_one_rollout(tmp_path):
-    from sandbox.testing import require_node_toolchain
+    from tests.node_toolchain import require_node_toolchain
     from tests.live_server import LiveServer
     require_node_toolchain()
     srv = LiveServer(tmp_path)

@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 from tests.live_server import LiveServer
 from tests.test_hostile_server import HealthProbe, _children, _cmdline, rss_mb
 
@@ -208,7 +208,7 @@ def test_a_real_models_failures_are_scored_and_still_fail(server):
     render), with the server's own token split and with 7-character offsets: answered, bounded,
     not an error, and failing still. A completion that passes now means a scorer change accepted
     what it refused when the corpus was made (benchmarks/real_model.py names the commit)."""
-    from sandbox import isolation
+    from botgrpo.sandbox import isolation
     from tests.helpers import require_host
 
     srv, _ = server

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from reward_server.math.equivalence import warm_up
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.math import MathOptions, MathScorer
-from sandbox.process_pool import ProcessPool
+from botgrpo.reward_server.math.equivalence import warm_up
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+from botgrpo.sandbox.process_pool import ProcessPool
 
 STATEMENTS = [  # (completion, reference): each scored 1.0 at 9d08043
     (r"\boxed{13 \lor 12}", "12"), (r"\boxed{13 \land 12}", "12"), (r"\boxed{13 \implies 12}", "12"),

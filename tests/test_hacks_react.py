@@ -7,9 +7,9 @@ The spec is the issue's: a TodoList with <ul>, <button onClick> and <input> and 
 """
 import pytest
 
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from tests.node_toolchain import require_node_toolchain
 
 SPEC = {"component": "TodoList", "elements": ["ul", "button", "input"], "text": ["Add item"],
         "props": {"button": ["onClick"]}}

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import isolation as iso
-from sandbox.launcher import NODE_DIR
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.launcher import NODE_DIR
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 
 NO_BWRAP = frozenset({iso.FS_VIEW, iso.DROP_PRIVILEGES})
@@ -222,7 +222,7 @@ def test_odd_unicode_keeps_diagnostic_offsets_right(pool, prefix):
 
 
 def test_exception_inside_a_dispatcher_becomes_that_jobs_failing_result(pool, monkeypatch):
-    import sandbox.dispatcher as dispatcher
+    import botgrpo.sandbox.dispatcher as dispatcher
 
     real = dispatcher.from_response
 
@@ -444,7 +444,7 @@ def test_bwrap_pool_refuses_host_imports_too(secrets):
 # ---------------------------------------------------------------------------------------------
 
 def test_pool_that_cannot_start_workers_is_unhealthy_and_still_answers(monkeypatch):
-    import sandbox.worker_process as worker_process
+    import botgrpo.sandbox.worker_process as worker_process
 
     p = NodePool(size=1, timeout_s=5.0, isolation=iso.IsolationConfig(disable=NO_BWRAP)).start()
     try:
@@ -474,8 +474,8 @@ def test_pool_that_cannot_start_workers_is_unhealthy_and_still_answers(monkeypat
 
 _OWNER = textwrap.dedent("""
     import sys, time
-    from sandbox import isolation as iso
-    from sandbox.node_pool import NodePool
+    from botgrpo.sandbox import isolation as iso
+    from botgrpo.sandbox.node_pool import NodePool
     pool = NodePool(size=2, isolation=iso.IsolationConfig(disable={"fs_view", "drop_privileges"})).start()
     assert pool.compile("export const A = () => <b>{x}</b>;", "typecheck").ok is False
     print("READY", flush=True)

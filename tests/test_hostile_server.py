@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 from tests.live_server import LiveServer
 
 GOOD_REACT = "```tsx\nexport default function A() {\n  return <p>hi</p>;\n}\n```"
@@ -370,13 +370,13 @@ def test_a_trickling_client_gets_a_408(server):
 
 
 def test_readyz_and_the_first_log_line_report_the_isolation_layers(server):
-    from sandbox import isolation as iso
+    from botgrpo.sandbox import isolation as iso
     ready = httpx.get(server.url + "/readyz", timeout=10).json()
     active = sorted(iso.detect().layers, key=iso.ALL_LAYERS.index)
     assert ready["isolation"]["active"] == active
     assert ready["isolation"]["missing"] == [layer for layer in iso.ALL_LAYERS if layer not in active]
     # `sandbox_require: auto` requires what this host provides: no more (it would refuse to start), no less
-    from reward_server.settings import AUTO_LAYERS
+    from botgrpo.reward_server.settings import AUTO_LAYERS
     assert ready["isolation"]["required"] == [layer for layer in iso.ALL_LAYERS if layer in AUTO_LAYERS and layer in active]
     first = server.log_path.read_text().splitlines()[0]
     assert "isolation" in first and all(layer in first for layer in active), first
@@ -436,10 +436,10 @@ def test_a_scorer_exception_becomes_that_rollouts_error_result(monkeypatch):
     result, its neighbours their verdicts (in-process: no client input can make a scorer raise)."""
     import asyncio
 
-    from reward_server.scorers.math import MathScorer
-    from reward_server.service import ScoringService
-    from reward_server.settings import ServerSettings
-    from services.queue import WorkItem
+    from botgrpo.reward_server.scorers.math import MathScorer
+    from botgrpo.reward_server.service import ScoringService
+    from botgrpo.reward_server.settings import ServerSettings
+    from botgrpo.services.queue import WorkItem
 
     original = MathScorer.score_batch
 
@@ -467,7 +467,7 @@ def test_a_scorer_exception_becomes_that_rollouts_error_result(monkeypatch):
 def measure(words: int = 99_000, n: int = 75) -> None:
     """Print the peak RSS and the worst /healthz latency of a server answering ``n`` rollouts of
     ``words`` words each (the token cap lifted), and the fence-regex timings."""
-    from reward_server.react.extract import extract_code
+    from botgrpo.reward_server.react.extract import extract_code
     for size in (12_500, 50_000, 200_000):
         started = time.perf_counter()
         extract_code("```" + "a" * size)

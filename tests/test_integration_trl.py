@@ -17,9 +17,9 @@ from datasets import Dataset  # noqa: E402  (TRL's dependency)
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from trl import GRPOConfig  # noqa: E402
 
-from trainer.integrations.trl import BoTGRPOTrainer  # noqa: E402
-from trainer.sft import build_tiny_policy  # noqa: E402
-from trainer.tasks import arith  # noqa: E402
+from botgrpo.trainer.integrations.trl import BoTGRPOTrainer  # noqa: E402
+from botgrpo.trainer.sft import build_tiny_policy  # noqa: E402
+from botgrpo.trainer.tasks import arith  # noqa: E402
 
 GROUP = 4
 
@@ -116,8 +116,8 @@ def test_reward_server_source_sends_token_spans_and_returns_token_scores(tiny_mo
 
     import httpx
 
-    from services.client import RewardClient
-    from trainer.integrations.trl import RewardServerTokens
+    from botgrpo.services.client import RewardClient
+    from botgrpo.trainer.integrations.trl import RewardServerTokens
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     sent = []
@@ -152,12 +152,12 @@ def server(tmp_path_factory):
     srv.stop()
 
 
-from services.schemas import reward_units  # noqa: E402
+from botgrpo.services.schemas import reward_units  # noqa: E402
 
 
 def server_scores(url, task, tokenizer, ids, reference, options=None):
-    from services.client import RewardClient
-    from trainer.rollout.alignment import token_spans
+    from botgrpo.services.client import RewardClient
+    from botgrpo.trainer.rollout.alignment import token_spans
     text, spans = token_spans(tokenizer, ids)
     with RewardClient(url) as client:
         [result] = client.score(task, [{"id": "0", "completion": text, "reference": reference,
@@ -184,8 +184,8 @@ def test_math_rewards_from_a_live_server_drive_the_token_advantages(tiny_model, 
 
 
 def test_react_rewards_from_a_live_server(tmp_path, server, tmp_path_factory):
-    from trainer.tasks import react
-    from sandbox.testing import require_node_toolchain
+    from botgrpo.trainer.tasks import react
+    from tests.node_toolchain import require_node_toolchain
     require_node_toolchain()
     tasks = react.make_prompts(8, 1)
     pairs = react.make_sft_corpus(100, 0)
@@ -208,7 +208,7 @@ def test_reward_scalings_bot_grpo_cannot_honour_are_refused(tiny_model, tmp_path
 
 
 def test_evaluation_groups_are_num_generations_eval(tiny_model, tmp_path):
-    from trainer.advantages import compute_advantages
+    from botgrpo.trainer.advantages import compute_advantages
     prompts = [task.prompt for task in arith.make_prompts(4, 3)]
     args = grpo_args(tmp_path, steps=1, num_generations_eval=2, per_device_eval_batch_size=4)
     trainer = make_trainer(tiny_model, tmp_path, args=args, eval_dataset=Dataset.from_dict({"prompt": prompts}))

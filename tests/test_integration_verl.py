@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.advantages import compute_advantages
-from trainer.integrations.verl import bot_grpo_advantage, group_ids_from_uids, register
+from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.integrations.verl import bot_grpo_advantage, group_ids_from_uids, register
 
 
 def verl_batch(groups=3, group_size=4, width=7, seed=0):
@@ -121,7 +121,7 @@ def test_last_token_rewards_are_not_token_rewards():
 
 
 def test_reference_and_token_score_rows_from_verls_fields():
-    from trainer.integrations.verl import reference_of, token_scores_row
+    from botgrpo.trainer.integrations.verl import reference_of, token_scores_row
     assert reference_of({"ground_truth": "12"}, {}) == {"answer": "12"}
     assert reference_of({"ground_truth": {"spec": {"name": "A"}}}, None) == {"spec": {"name": "A"}}
     assert reference_of({"ground_truth": "1"}, {"reference": {"answer": "2"}}) == {"answer": "2"}

@@ -26,12 +26,12 @@ from verl import DataProto  # noqa: E402
 from verl.trainer.config import AlgoConfig  # noqa: E402
 from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 
-import trainer.integrations.verl_plugin as plugin  # noqa: E402  (registers bot_grpo, botgrpo, botgrpo_<mode>)
+import botgrpo.trainer.integrations.verl_plugin as plugin  # noqa: E402  (registers bot_grpo, botgrpo, botgrpo_<mode>)
 from tests.live_server import LiveServer  # noqa: E402
-from trainer.advantages import compute_advantages  # noqa: E402
+from botgrpo.trainer.advantages import compute_advantages  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN = "trainer.integrations.verl_plugin"
+PLUGIN = "botgrpo.trainer.integrations.verl_plugin"
 
 
 def dataproto(rewards: torch.Tensor, mask: torch.Tensor, group_size: int) -> DataProto:
@@ -144,7 +144,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from trainer.tiny import train_tokenizer
+    from botgrpo.trainer.tiny import train_tokenizer
     return train_tokenizer(["Compute 3 * 4 = 12, 12 + 2 = 15, so \\boxed{12}. 2 + 2 = 5 wrong\n"] * 30, vocab_size=300)
 
 
@@ -170,9 +170,9 @@ COMPLETIONS = [("3 * 4 = 12, so \\boxed{12}", "12"), ("3 * 4 = 12, 12 + 2 = 15, 
 
 
 def test_the_reward_manager_fills_token_scores_from_a_live_server(server, tokenizer):
-    from services.client import RewardClient
-    from services.schemas import reward_units
-    from trainer.rollout.alignment import token_spans
+    from botgrpo.services.client import RewardClient
+    from botgrpo.services.schemas import reward_units
+    from botgrpo.trainer.rollout.alignment import token_spans
     rm = manager(server, tokenizer)
     results = []
     for completion, truth in COMPLETIONS:

@@ -1,6 +1,6 @@
 """The judge against a real local OpenAI-compatible server: a uvicorn process serving chat
 completions from a tiny random-init causal LM with schema-constrained decoding
-(:mod:`reward_server.judge.tiny_server`). Real HTTP, real parsing, retries, timeouts, the
+(:mod:`tests.judge_server`). Real HTTP, real parsing, retries, timeouts, the
 content-keyed cache, and the judge scorer's outcome mixing; no mock transport anywhere."""
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import json
 import httpx
 import pytest
 
-from reward_server.judge import rubric
-from reward_server.judge.cache import JudgeCache
-from reward_server.judge.client import JudgeClient, JudgeConfig, JudgeError
-from reward_server.judge.tiny_server import TinyJudgeServer, build_tiny_judge
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.judge import JudgeOptions, JudgeScorer
-from reward_server.scorers.react import ReactScorer
-from sandbox import isolation as iso
-from sandbox.node_pool import NodePool
-from sandbox.screenshot import ScreenshotPool
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.judge import rubric
+from botgrpo.reward_server.judge.cache import JudgeCache
+from botgrpo.reward_server.judge.client import JudgeClient, JudgeConfig, JudgeError
+from tests.judge_server import TinyJudgeServer, build_tiny_judge
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.judge import JudgeOptions, JudgeScorer
+from botgrpo.reward_server.scorers.react import ReactScorer
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.node_pool import NodePool
+from botgrpo.sandbox.screenshot import ScreenshotPool
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 
 CARD = ("```tsx\nexport default function Card({ title }: { title: string }) {\n"

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from reward_server.judge.client import JudgeClient, JudgeConfig
-from reward_server.judge.tiny_server import TinyJudgeServer, build_tiny_judge
-from trainer import judge_eval
+from botgrpo.reward_server.judge.client import JudgeClient, JudgeConfig
+from tests.judge_server import TinyJudgeServer, build_tiny_judge
+from botgrpo import judge_eval
 
 CARD = "```tsx\nexport default function Card() { return <section><h2>Card</h2></section>; }\n```"
 LIST = "```tsx\nexport default function List() { return <ul><li>one</li><li>two</li></ul>; }\n```"
@@ -50,7 +50,7 @@ def test_pointwise_and_unanswered(server):
 
 
 def test_botgrpo_eval_judge_against(server, tmp_path):
-    from trainer.sft import build_tiny_policy
+    from botgrpo.trainer.sft import build_tiny_policy
 
     texts = [CARD, LIST, "Write a React card component.", "Write a React list component."] * 10
     build_tiny_policy(texts, tmp_path / "a", hidden=32, layers=1, vocab_size=300, seed=0)

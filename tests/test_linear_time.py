@@ -53,7 +53,7 @@ def _fence_inputs():
 
 @pytest.mark.parametrize("label", list(_fence_inputs()))
 def test_code_extraction_is_linear_up_to_the_limit(label):
-    from reward_server.react.extract import extract_code
+    from botgrpo.reward_server.react.extract import extract_code
     assert_linear(extract_code, _fence_inputs()[label], LIMIT, label)
 
 
@@ -62,7 +62,7 @@ def test_code_extraction_is_linear_up_to_the_limit(label):
     ("newlines", lambda n: "\n" * n), ("nbsp and marks", lambda n: "\u00a0a\u0301" * (n // 3)),
 ])
 def test_default_split_is_linear_up_to_the_limit(label, make):
-    from reward_server.spans import default_split
+    from botgrpo.reward_server.spans import default_split
     assert_linear(default_split, make, LIMIT, label)
 
 
@@ -89,9 +89,9 @@ MATH_INPUTS = {
 def test_math_prejudging_is_linear_up_to_the_limit(label):
     """Everything the math scorer does in the server's thread: answer extraction, step finding,
     normalisation and the guard (the symbolic comparison runs in the killable pool)."""
-    from reward_server.math.equivalence import quick_verdict
-    from reward_server.math.extract import extract_final_answer
-    from reward_server.math.steps import find_steps
+    from botgrpo.reward_server.math.equivalence import quick_verdict
+    from botgrpo.reward_server.math.extract import extract_final_answer
+    from botgrpo.reward_server.math.steps import find_steps
 
     def prejudge(completion):
         find_steps(completion)
@@ -108,13 +108,13 @@ _WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2028\u2029\u
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list(_WHITESPACE) + ["a", "\u0301", "\U0001f600", "\ufffd"]), max_size=40))
 def test_the_token_cap_counts_exactly_the_servers_split(text):
-    from reward_server.limits import default_split_count
-    from reward_server.spans import default_split
+    from botgrpo.reward_server.limits import default_split_count
+    from botgrpo.reward_server.spans import default_split
     assert default_split_count(text) == len(default_split(text))
 
 
 def test_request_sanitising_is_linear():
-    from services.schemas import RewardRequest
+    from botgrpo.services.schemas import RewardRequest
 
     def build(n):
         return {"task": "math", "rollouts": [{"id": "a", "completion": "\ud800\u00e9" * (n // 2)}]}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from reward_server.composition import compose
-from reward_server.react.render import MAX_LINT_SPANS
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from reward_server.spans import char_scores, default_split
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.react.render import MAX_LINT_SPANS
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.reward_server.spans import char_scores, default_split
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain
 
 FINDINGS = '''import { useEffect, useState } from "react";
 
@@ -121,7 +121,7 @@ def test_lint_spans_are_bounded_in_the_reward(scorer):
 
 
 def test_lint_at_render(scorer):
-    from sandbox import isolation as iso
+    from botgrpo.sandbox import isolation as iso
     from tests.helpers import require_host
     require_host(iso.render_refusal(iso.detect().layers) is None, "bubblewrap with user namespaces (the render layers)")
     [result] = scorer.score_batch([Rollout(f"```tsx\n{FINDINGS}```")],

@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from reward_server.math.equivalence import quick_verdict, symbolic_equal
-from reward_server.math.guard import guard_reason
-from reward_server.math.normalize import normalize_answer
-from reward_server.math.numbers import read_number
+from botgrpo.reward_server.math.equivalence import quick_verdict, symbolic_equal
+from botgrpo.reward_server.math.guard import guard_reason
+from botgrpo.reward_server.math.normalize import normalize_answer
+from botgrpo.reward_server.math.numbers import read_number
 
 
 @pytest.mark.parametrize(

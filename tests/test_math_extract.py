@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from reward_server.math.extract import extract_final_answer
+from botgrpo.reward_server.math.extract import extract_final_answer
 
 
 @pytest.mark.parametrize(

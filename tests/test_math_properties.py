@@ -7,11 +7,11 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_server.math.arith import UnevaluableError, evaluate
-from reward_server.math.equivalence import quick_verdict
-from reward_server.math.extract import extract_final_answer
-from reward_server.math.guard import guard_reason
-from reward_server.math.steps import find_steps
+from botgrpo.reward_server.math.arith import UnevaluableError, evaluate
+from botgrpo.reward_server.math.equivalence import quick_verdict
+from botgrpo.reward_server.math.extract import extract_final_answer
+from botgrpo.reward_server.math.guard import guard_reason
+from botgrpo.reward_server.math.steps import find_steps
 
 MATHY = st.text(alphabet="0123456789+-*/^=(){}.,! x\n\\boxedfrac$answer is:", max_size=300)
 ARITHMETIC = st.text(alphabet="0123456789+-*/^(){}. ", max_size=80)

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from reward_server.composition import compose
-from reward_server.math.equivalence import warm_up
-from reward_server.scorers.base import Rollout, ScoreResult
-from reward_server.scorers.math import MathOptions, MathScorer
-from reward_server.spans import default_split
-from sandbox.process_pool import ProcessPool
+from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.math.equivalence import warm_up
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
+from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+from botgrpo.reward_server.spans import default_split
+from botgrpo.sandbox.process_pool import ProcessPool
 
 CORPUS = [json.loads(line) for line in (Path(__file__).parent / "data" / "math_corpus.jsonl").open()]
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from reward_server.math.equivalence import quick_verdict
-from reward_server.math.extract import extract_answer
-from reward_server.math.guard import guard_reason
-from reward_server.math.statements import context_reason, reference_parts, statement_reason
+from botgrpo.reward_server.math.equivalence import quick_verdict
+from botgrpo.reward_server.math.extract import extract_answer
+from botgrpo.reward_server.math.guard import guard_reason
+from botgrpo.reward_server.math.statements import context_reason, reference_parts, statement_reason
 
 
 @pytest.mark.parametrize("answer", [
@@ -98,6 +98,6 @@ def test_the_transcendental_check_is_cheap_on_hostile_input():
     ("a \\$5 and \n $9$", "a \\$5 and \n $9$"),
 ])
 def test_inline_math_broken_across_lines_is_not_read(text, expected):
-    from reward_server.math.equivalence import drop_broken_inline_math
+    from botgrpo.reward_server.math.equivalence import drop_broken_inline_math
 
     assert drop_broken_inline_math(text) == expected

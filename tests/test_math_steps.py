@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from reward_server.math.arith import UnevaluableError, evaluate
-from reward_server.math.steps import find_steps
+from botgrpo.reward_server.math.arith import UnevaluableError, evaluate
+from botgrpo.reward_server.math.steps import find_steps
 
 
 def verdicts(completion: str) -> list[tuple[str, bool | None]]:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from reward_server.math.equivalence import warm_up
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.math import MathOptions, MathScorer
-from sandbox.process_pool import ProcessPool
+from botgrpo.reward_server.math.equivalence import warm_up
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+from botgrpo.sandbox.process_pool import ProcessPool
 
 DATA = Path(__file__).parent / "data" / "math_verify_cases.jsonl"
 _DEFAULTS = {"strict": True, "allow_set_relation_comp": False, "precision": 6}

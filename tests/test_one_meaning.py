@@ -7,11 +7,11 @@ from pathlib import Path
 
 import torch
 
-from trainer.advantages import RECOMMENDED_MIN_STD, compute_advantages
-from trainer.config import TrainConfig
-from trainer.demo import DemoSettings
-from trainer.integrations.verl import DEFAULT_NAME, bot_grpo_advantage
-from trainer.presets import preset
+from botgrpo.trainer.advantages import RECOMMENDED_MIN_STD, compute_advantages
+from botgrpo.trainer.config import TrainConfig
+from botgrpo.demo import DemoSettings
+from botgrpo.trainer.integrations.verl import DEFAULT_NAME, bot_grpo_advantage
+from botgrpo.trainer.presets import preset
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,9 +16,9 @@ from typing import Optional
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_server.react import local as L
-from reward_server.react.extract import extract_code
-from reward_server.react.local import CompileOutcome, Window, matching_blocks, opcodes, oracle
+from botgrpo.reward_server.react import local as L
+from botgrpo.reward_server.react.extract import extract_code
+from botgrpo.reward_server.react.local import CompileOutcome, Window, matching_blocks, opcodes, oracle
 from tests.test_linear_time import assert_linear
 
 tokens = st.lists(st.sampled_from(["a", "b", "c", "<", ">", "x"]), max_size=40)
@@ -54,8 +54,8 @@ def old_oracle(outcome: CompileOutcome, window: Window, reference: Optional[str]
 
 
 def corrupted_pairs():
-    from trainer.tasks import react as tasks
-    from trainer.tasks.react_corruptions import CORRUPTIONS
+    from botgrpo.trainer.tasks import react as tasks
+    from botgrpo.trainer.tasks.react_corruptions import CORRUPTIONS
     rng = random.Random(0)
     for shape in tasks.SHAPES:
         for example in tasks.make_examples(40, 3, shape=shape):

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sandbox.process_pool import POOL_CLOSED, TIMEOUT, WORKER_DIED, ProcessPool
+from botgrpo.sandbox.process_pool import POOL_CLOSED, TIMEOUT, WORKER_DIED, ProcessPool
 
 _WARMED = False
 

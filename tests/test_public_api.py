@@ -19,8 +19,8 @@ def test_one_version_string():
         tags |= set(re.findall(r"botgrpo-(?:server|trainer):(\d+\.\d+\.\d+)", path.read_text()))
         tags |= set(re.findall(r"newTag:\s*(\d+\.\d+\.\d+)", path.read_text()))
     assert tags == {botgrpo.__version__}
-    from reward_server.app import create_app
-    from reward_server.settings import ServerSettings
+    from botgrpo.reward_server.app import create_app
+    from botgrpo.reward_server.settings import ServerSettings
     assert create_app(ServerSettings()).version == botgrpo.__version__
 
 

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from services.queue import TIMED_OUT, InProcessQueue, Outcome, QueueFull, RolloutQueue, WorkItem
+from botgrpo.services.queue import TIMED_OUT, InProcessQueue, Outcome, QueueFull, RolloutQueue, WorkItem
 
 
 def make_batch(n: int, **payload: object) -> tuple[str, list[WorkItem]]:

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from services.queue import DEFAULT_GROUP, DEFAULT_STREAM, Outcome, RedisQueue, WorkItem
+from botgrpo.services.queue import DEFAULT_GROUP, DEFAULT_STREAM, Outcome, RedisQueue, WorkItem
 from tests.redis_server import RedisServer, redis_server_fixture  # noqa: F401  (provides redis_server)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 WORKER_SCRIPT = """
 import asyncio, logging, sys
-from services.queue import run_worker
+from botgrpo.services.queue import run_worker
 
 url, name, delay_s, claim_idle_ms = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 logging.basicConfig(level=logging.INFO, format=f"{name} %(levelname)s %(name)s: %(message)s")

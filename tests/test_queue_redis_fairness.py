@@ -14,8 +14,8 @@ import time
 import uuid
 from typing import Any
 
-from services.queue import RedisQueue, RedisWorker, WorkItem
-from services.queue.redis_streams import DEFAULT_STREAM, lane_streams
+from botgrpo.services.queue import RedisQueue, RedisWorker, WorkItem
+from botgrpo.services.queue.redis_streams import DEFAULT_STREAM, lane_streams
 from tests.redis_server import RedisServer, redis_server_fixture  # noqa: F401  (provides redis_server)
 
 PER_ITEM_S = 0.05

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from services.queue import (
+from botgrpo.services.queue import (
     DEFAULT_DEAD_STREAM,
     DEFAULT_GROUP,
     DEFAULT_STREAM,

@@ -3,12 +3,12 @@ import time
 
 import pytest
 
-from reward_server.react.extract import extract_code
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from reward_server.composition import compose
-from reward_server.spans import char_scores, default_split
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.react.extract import extract_code
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import char_scores, default_split
+from tests.node_toolchain import require_node_toolchain
 from tests.data.react_corpus import CASES, COUNTER, GLUED_ATTRIBUTE
 
 
@@ -184,8 +184,8 @@ def test_adversarial_inputs_answered_within_limit_and_pool_stays_healthy(scorer,
 
 
 def test_server_setting_requires_sandbox_layers():
-    from reward_server.service import ScoringService
-    from reward_server.settings import ServerSettings
+    from botgrpo.reward_server.service import ScoringService
+    from botgrpo.reward_server.settings import ServerSettings
     require_node_toolchain()
     with pytest.raises(ValueError, match="teleport"):
         ScoringService(ServerSettings(sandbox_require=["teleport"])).scorer("react").pool  # noqa: B018
@@ -244,7 +244,7 @@ def test_compiler_notes_reach_the_diagnostic_in_code_points(scorer):
 
 def test_malformed_notes_from_a_worker_are_dropped():
     """The worker's ``related`` spans are checked like the rest of its answer: junk is dropped."""
-    from sandbox.results import from_response
+    from botgrpo.sandbox.results import from_response
 
     junk = [{"start": 1, "end": 2}, {"start": -1, "end": 2}, {"start": "1", "end": 2}, "x", None,
             {"start": True, "end": 3}, {"start": 2, "end": 1}] + [{"start": 0, "end": 1}] * 10

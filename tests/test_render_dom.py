@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox import isolation as iso
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 
 HOST = iso.detect()

@@ -7,14 +7,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reward_server.spans import default_split
-from sandbox import isolation as iso
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.spans import default_split
+from botgrpo.sandbox import isolation as iso
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
-from trainer.data import Example
-from trainer.evaluate import evaluate
-from trainer.rewards import EmbeddedServer, RewardSource
-from trainer.rollout.base import RolloutBatch, SamplingParams
+from botgrpo.trainer.data import Example
+from botgrpo.trainer.evaluate import evaluate
+from botgrpo.embedded import EmbeddedServer
+from botgrpo.trainer.rewards import RewardSource
+from botgrpo.trainer.rollout.base import RolloutBatch, SamplingParams
 
 RENDERS = "```tsx\nexport default function A() { return <p>hello</p>; }\n```"
 EMPTY = "```tsx\nexport default function B() { return <div><span></span></div>; }\n```"

@@ -16,13 +16,13 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from reward_server.composition import compose
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from reward_server.spans import default_split
-from sandbox import isolation as iso
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.reward_server.spans import default_split
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 
 HOST = iso.detect()
@@ -199,9 +199,9 @@ def test_render_is_refused_with_a_4xx_naming_what_is_missing(monkeypatch):
         ReactOptions(level="render")
     ReactOptions(level="typecheck")  # the compile levels keep working
 
-    from reward_server.service import RequestRejected, ScoringService
-    from reward_server.settings import ServerSettings
-    from services.schemas import RewardRequest
+    from botgrpo.reward_server.service import RequestRejected, ScoringService
+    from botgrpo.reward_server.settings import ServerSettings
+    from botgrpo.services.schemas import RewardRequest
 
     service = ScoringService(ServerSettings(sandbox_require=[]))
     request = RewardRequest.model_validate({"task": "react", "options": {"level": "render"},

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reward_server.scorers import OPTIONAL_SCORERS, SCORERS, scorer_class
-from reward_server.service import RequestRejected, ScoringService
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.scorers import OPTIONAL_SCORERS, SCORERS, scorer_class
+from botgrpo.reward_server.service import RequestRejected, ScoringService
+from tests.node_toolchain import require_node_toolchain
 from tests.live_server import LiveServer
 from tests.redis_server import RedisServer
 
@@ -168,7 +168,7 @@ def test_a_spec_from_a_columnar_dataset_keeps_its_meaning():
     props entry is absent, not a malformed spec; a wrong type still is."""
     from pydantic import ValidationError
 
-    from reward_server.react.spec import Spec
+    from botgrpo.reward_server.react.spec import Spec
 
     row = {"component": "Card", "elements": ["ul"], "text": None, "props": {"button": ["onClick"], "a": None},
            "render_props": None}

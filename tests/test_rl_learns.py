@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from trainer.sft import build_tiny_policy, sft
-from trainer.tasks.base import Task, format_prompt, write_jsonl
+from botgrpo.trainer.sft import build_tiny_policy, sft
+from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
 
 ANSWER, WRONG = "7", ("2", "3", "4", "5")
 SUBJECTS = ("apples", "pears", "plums", "figs", "limes", "dates", "nuts", "beans")
@@ -25,8 +25,9 @@ def corpus(n: int, seed: int, right_share: float) -> list[tuple[str, str]]:
 
 
 def test_bot_grpo_raises_the_held_out_success_rate(tmp_path):
-    from trainer.config import TrainConfig
-    from trainer.loop import Trainer
+    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.embedded import reward_server_for
+    from botgrpo.trainer.loop import Trainer
 
     pairs = corpus(400, 0, right_share=0.3)
     build_tiny_policy([p + c for p, c in pairs], tmp_path / "model", hidden=64, layers=2, vocab_size=300)
@@ -37,11 +38,12 @@ def test_bot_grpo_raises_the_held_out_success_rate(tmp_path):
         model=str(tmp_path / "model"), dataset=str(tmp_path / "train.jsonl"), eval_dataset=str(tmp_path / "eval.jsonl"),
         task="math", method="bot_grpo", output_dir=str(tmp_path / "run"), steps=12, group_size=8, prompts_per_step=4,
         sampling={"max_new_tokens": 8}, lr=3e-3, eval_prompts=32, tensorboard=False, progress=False, plot=False))
-    trainer = Trainer(cfg)
-    try:
-        records = trainer.train()
-    finally:
-        trainer.close()
+    with reward_server_for(cfg) as served:
+        trainer = Trainer(served)
+        try:
+            records = trainer.train()
+        finally:
+            trainer.close()
     first, last = trainer.evals[0]["pass_rate"], trainer.evals[-1]["pass_rate"]
     print(f"held-out success {first:.2f} -> {last:.2f} in {len(records)} steps")
     assert 0.1 <= first <= 0.6, f"the warm start should answer right sometimes, not always: {first}"

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain
 
 SLACK_S = 2.5  # process start-up, file writes and a busy CI machine, on top of a budget
 
@@ -142,8 +142,8 @@ def test_an_unsuspected_slow_file_costs_at_most_two_tsgo_budgets():
 def test_the_scorer_blames_a_bomb_where_it_is_and_scores_it_as_an_honest_type_error(pool):
     """Through the React scorer: the located overrun is a compile error blamed on the aliases (a
     failure like any other, never better), not a sandbox failure that blames every token."""
-    from reward_server.scorers.base import Rollout
-    from reward_server.scorers.react import ReactOptions, ReactScorer
+    from botgrpo.reward_server.scorers.base import Rollout
+    from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
 
     scorer = ReactScorer(pool)
     options = ReactOptions(level="typecheck")

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from trainer.tiny import train_tokenizer
+from botgrpo.trainer.tiny import train_tokenizer
 from tests import fake_vllm
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from trainer.rollout.base import SamplingParams
-from trainer.rollout.vllm import to_batch
+from botgrpo.trainer.rollout.base import SamplingParams
+from botgrpo.trainer.rollout.vllm import to_batch
 
 
 @dataclass
@@ -67,7 +67,7 @@ def fake(monkeypatch):
 
 
 def vllm_trainer(setup, out, **overrides):
-    from trainer.loop import Trainer
+    from botgrpo.trainer.loop import Trainer
     values = dict(engine="vllm", steps=2, eval_dataset=None, plot=False, sampling={"max_new_tokens": 8})
     values.update(overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted())
@@ -142,7 +142,7 @@ def test_neighbouring_prompts_draw_independent_streams(setup, fake, tmp_path):
 
 
 def test_behaviour_log_probs_are_those_of_the_tempered_distribution(setup, fake, tmp_path):
-    from trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.policy import completion_logprobs, pack
     trainer = vllm_trainer(setup, tmp_path / "run", sampling={"max_new_tokens": 8, "temperature": 0.7})
     try:
         batch = trainer.engine.generate([e.prompt for e in trainer.examples[:2]], 3, trainer.cfg.sampling,
@@ -165,7 +165,7 @@ def test_both_engines_stop_at_the_generation_configs_end_tokens(setup, fake, tmp
         trainer = vllm_trainer(setup, tmp_path / "run")
         try:
             params = trainer.engine.sampling_params(4, trainer.cfg.sampling, 0)
-            from trainer.rollout.hf import HFEngine
+            from botgrpo.trainer.rollout.hf import HFEngine
             hf = HFEngine(trainer.model, trainer.tokenizer)
             assert params.stop_token_ids == hf.stop_ids == trainer.stop_ids == [trainer.tokenizer.eos_token_id, 7]
         finally:

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from sandbox import isolation as iso
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain, run_node_script
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain, run_node_script
 from tests.helpers import require_host
 
 BASE = frozenset({iso.WALL_TIMEOUT})
@@ -155,7 +155,7 @@ def test_pool_works_with_only_unshare_and_rlimits():
 
 def test_private_tmp_is_mounted_before_the_binds_it_would_hide():
     """A checkout under /tmp (as CI may use) must stay visible inside bwrap's private /tmp."""
-    from sandbox.launcher import NODE_DIR, _bwrap_args, node_binary
+    from botgrpo.sandbox.launcher import NODE_DIR, _bwrap_args, node_binary
     for layers in ({iso.FS_VIEW}, set()):
         args = _bwrap_args(frozenset(layers), iso.IsolationConfig(), node_binary())
         tmpfs = args.index("--tmpfs")

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain
 
 VALID = '''import { useState } from "react";
 

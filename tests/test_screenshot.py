@@ -11,12 +11,12 @@ import time
 import pytest
 from PIL import Image
 
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from sandbox import isolation as iso
-from sandbox.node_pool import NodePool
-from sandbox.screenshot import ScreenshotPool
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.node_pool import NodePool
+from botgrpo.sandbox.screenshot import ScreenshotPool
+from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 
 RED_BOX = ('<div style="width:200px;height:100px;background:#ff0000"></div>'

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from sandbox.testing import require_node_toolchain
-from services.client import AsyncRewardClient, RewardClient, RewardServerError
+from tests.node_toolchain import require_node_toolchain
+from botgrpo.services.client import AsyncRewardClient, RewardClient, RewardServerError
 from tests.live_server import LiveServer
 
 KEY = "test-key-123"

@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from sandbox.testing import require_node_toolchain
+from tests.node_toolchain import require_node_toolchain
 from tests.live_server import LiveServer, worker
 from tests.redis_server import RedisServer
 

@@ -5,8 +5,9 @@ import sys
 import pytest
 
 from botgrpo.cli import COMMANDS, main
-from botgrpo.settings import AlgorithmSettings, SettingsError, load
-from trainer.presets import PRESETS, preset
+from botgrpo.services.settings import SettingsError, load
+from botgrpo.trainer.algorithm import AlgorithmSettings
+from botgrpo.trainer.presets import PRESETS, preset
 
 
 def test_layers_defaults_yaml_env_flags(tmp_path):
@@ -68,9 +69,9 @@ def test_toy_demo_prints_every_estimator(capsys):
     assert all(name in out for name in ("bot_grpo", "grpo", "dr_grpo", "rloo", "pure"))
 
 
-def test_bench_runs_the_advantage_benchmark_small(capsys):
-    assert main(["bench", "advantages", "--rollouts", "64", "--tokens", "16", "--group", "8",
-                 "--repeats", "2", "--naive-groups", "2"]) == 0
+def test_the_advantage_benchmark_runs_small(capsys):
+    from benchmarks import advantages
+    advantages.main(["--rollouts", "64", "--tokens", "16", "--group", "8", "--repeats", "2", "--naive-groups", "2"])
     assert "bot_grpo / floor" in capsys.readouterr().out
 
 
@@ -80,7 +81,7 @@ def test_console_script_is_installed():
 
 
 def test_score_command_react_and_math(tmp_path, capsys):
-    from sandbox.testing import require_node_toolchain
+    from tests.node_toolchain import require_node_toolchain
     require_node_toolchain()
     code = tmp_path / "card.md"
     code.write_text('```tsx\nexport default function Card() {\n  return <p className="x"Back</p>;\n}\n```\n')

@@ -3,8 +3,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer import sft as sft_module
-from trainer.tasks import react
+from botgrpo.trainer import sft as sft_module
+from botgrpo.trainer.tasks import react
 
 
 @pytest.fixture(scope="module")

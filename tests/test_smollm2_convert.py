@@ -28,8 +28,8 @@ import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from tests.smollm2_tiny import TEXTS, TINY_TEMPLATE, tiny_llama, tiny_tokenizer, write_tiny_gguf  # noqa: E402
-from trainer import pretrained  # noqa: E402
-from trainer.pretrained import ConversionError, convert_gguf  # noqa: E402
+from botgrpo.trainer import pretrained  # noqa: E402
+from botgrpo.trainer.pretrained import ConversionError, convert_gguf  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_float32_round_trip_is_exact(tiny, tmp_path):
 
 
 def test_tokenizer_chat_template_and_end_tokens_survive(tiny, tmp_path):
-    from trainer.rollout.prompts import PromptEncoder, stop_token_ids
+    from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids
 
     model, tokenizer = tiny
     convert_gguf(write_tiny_gguf(model, tokenizer, tmp_path / "tiny.gguf"), tmp_path / "ckpt", log=lambda _: None)
@@ -147,10 +147,10 @@ def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
 
 def test_the_command_converts_and_the_trainer_samples_from_the_result(tiny, tmp_path, capsys):
     from botgrpo.cli import main
-    from trainer.precision import load_causal_lm
-    from trainer.rollout.base import SamplingParams
-    from trainer.rollout.hf import HFEngine
-    from trainer.rollout.prompts import PromptEncoder
+    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.rollout.prompts import PromptEncoder
 
     model, tokenizer = tiny
     path = write_tiny_gguf(model, tokenizer, tmp_path / "tiny.gguf", "Q4_1")

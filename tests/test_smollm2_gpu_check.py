@@ -29,7 +29,7 @@ SMALL = ["--device", "cpu", "--skip", "hf", "vllm", "advantages", "--real-steps"
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    from trainer.pretrained import convert_gguf
+    from botgrpo.trainer.pretrained import convert_gguf
 
     root = tmp_path_factory.mktemp("tiny-smollm2")
     tokenizer = tiny_tokenizer()
@@ -52,7 +52,7 @@ def _run(args, monkeypatch, use_fake_vllm: bool) -> int:
 
 
 def test_real_model_comparison_runs_both_methods_with_the_vllm_engine(checkpoint, tmp_path, monkeypatch):
-    from sandbox.testing import require_node_toolchain
+    from tests.node_toolchain import require_node_toolchain
 
     require_node_toolchain()
     assert _run([*SMALL, "--real-model", str(checkpoint), "--out", str(tmp_path)], monkeypatch, True) == 0

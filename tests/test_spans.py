@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from reward_server.scorers.base import SpanScore
-from reward_server.spans import char_scores, check_offsets, default_split, token_minima
+from botgrpo.reward_server.scorers.base import SpanScore
+from botgrpo.reward_server.spans import char_scores, check_offsets, default_split, token_minima
 
 
 def test_hand_computed_mapping():

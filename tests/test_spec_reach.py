@@ -2,9 +2,9 @@
 honest shapes of a component keep passing; what it never shows does not count."""
 import pytest
 
-from reward_server.react.spec import Spec, check_spec
-from sandbox.node_pool import NodePool
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.react.spec import Spec, check_spec
+from botgrpo.sandbox.node_pool import NodePool
+from tests.node_toolchain import require_node_toolchain
 
 SPEC = Spec(component="TodoList", elements=["ul", "li", "button"], text=["Add item"], props={"button": ["onClick"]})
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from trainer.advantages import ESTIMATORS, compute_advantages
-from trainer.loop import Trainer
-from trainer.rewards import StreamedScores
-from trainer.streamed import GROUP_LOCAL_ESTIMATORS, group_rows, parts_of, streamable
+from botgrpo.trainer.advantages import ESTIMATORS, compute_advantages
+from botgrpo.trainer.loop import Trainer
+from botgrpo.trainer.rewards import StreamedScores
+from botgrpo.trainer.streamed import GROUP_LOCAL_ESTIMATORS, group_rows, parts_of, streamable
 
 
 @pytest.fixture(scope="module")

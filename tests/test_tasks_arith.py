@@ -3,9 +3,9 @@ import random
 
 import pytest
 
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.math import MathOptions, MathScorer
-from trainer.tasks import arith
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
+from botgrpo.trainer.tasks import arith
 
 N = 40
 

@@ -4,12 +4,12 @@ import random
 
 import pytest
 
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from sandbox.testing import require_node_toolchain
-from trainer.tasks import base, react
-from trainer.tasks.react_corruptions import CORRUPTIONS, corrupt
-from trainer.tasks.react_templates import TEMPLATES
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from tests.node_toolchain import require_node_toolchain
+from botgrpo.trainer.tasks import base, react
+from botgrpo.trainer.tasks.react_corruptions import CORRUPTIONS, corrupt
+from botgrpo.trainer.tasks.react_templates import TEMPLATES
 
 N = 48  # enough to hit every template several times
 

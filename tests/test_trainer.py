@@ -7,16 +7,16 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer.tiny import train_tokenizer
-from reward_server.composition import compose
-from reward_server.scorers.base import ScoreResult, SpanScore
+from botgrpo.trainer.tiny import train_tokenizer
+from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
 from tests.live_server import LiveServer
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from trainer.loop import Trainer
-from trainer.presets import PRESETS
-from trainer.rollout.alignment import token_spans
-from trainer.rollout.base import SamplingParams
-from trainer.rollout.hf import HFEngine
+from botgrpo.trainer.loop import Trainer
+from botgrpo.trainer.presets import PRESETS
+from botgrpo.trainer.rollout.alignment import token_spans
+from botgrpo.trainer.rollout.base import SamplingParams
+from botgrpo.trainer.rollout.hf import HFEngine
 
 REQUIRED = {"step", "reward_mean", "reward_std", "pass_rate", "spec_rate", "kl", "entropy", "clip_frac",
             "completion_len_mean", "tokens_per_s", "time_generate", "time_score", "time_train"}
@@ -52,7 +52,7 @@ def test_rollouts_depend_only_on_prompt_seed_not_batch(setup):
 
 
 def test_behaviour_logprobs_match_the_training_forward(setup):
-    from trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.policy import completion_logprobs, pack
     engine = engine_for(setup)
     batch = engine.generate(["Compute 1 + 2.\n", "Compute (3 + 4) * 5 step by step.\n"], 3,
                             SamplingParams(max_new_tokens=20, temperature=0.7), seeds=[1, 2])
@@ -131,10 +131,10 @@ def test_every_preset_trains(setup, server, tmp_path, method):
 
 def test_no_update_when_every_group_is_filtered_out(setup):
     """Dynamic sampling can drop every group; Adam must then not move the weights on momentum."""
-    from botgrpo.settings import AlgorithmSettings
-    from trainer.distributed import Dist
-    from trainer.policy import pack
-    from trainer.update import UpdateBatch, policy_update
+    from botgrpo.trainer.algorithm import AlgorithmSettings
+    from botgrpo.trainer.distributed import Dist
+    from botgrpo.trainer.policy import pack
+    from botgrpo.trainer.update import UpdateBatch, policy_update
     engine = engine_for(setup)
     batch = engine.generate(["Compute 1 + 2.\n"], 2, SamplingParams(max_new_tokens=8), seeds=[0])
     inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 2, engine.pad_id)
@@ -151,7 +151,7 @@ def test_no_update_when_every_group_is_filtered_out(setup):
 
 
 def test_inverse_cdf_sampling_draws_the_right_distribution():
-    from trainer.rollout.hf import _sample
+    from botgrpo.trainer.rollout.hf import _sample
     probs = torch.tensor([0.5, 0.0, 0.3, 0.2])
     logits = probs.clamp_min(1e-30).log().expand(200_000, 4)
     u = torch.rand(200_000, generator=torch.Generator().manual_seed(0))
@@ -173,7 +173,7 @@ class _Scripted:
 
     def submit(self, batch, references, options=None):
         from concurrent.futures import Future
-        from trainer.rewards import ScoredBatch
+        from botgrpo.trainer.rewards import ScoredBatch
         B = batch.completion_mask.shape[0]
         seq = torch.tensor([1.0 if i % 2 else -1.0 for i in range(B)])
         scored = torch.tensor([i not in self.unscored for i in range(B)])

@@ -7,7 +7,7 @@ from transformers import AutoModelForCausalLM
 
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from trainer.loop import Trainer
+from botgrpo.trainer.loop import Trainer
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from trainer.loop import Trainer
-from trainer.rollout.base import SamplingParams
-from trainer.rollout.hf import HFEngine
+from botgrpo.trainer.loop import Trainer
+from botgrpo.trainer.rollout.base import SamplingParams
+from botgrpo.trainer.rollout.hf import HFEngine
 
 TEMPLATE = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
             "{% if add_generation_prompt %}[assistant] {% endif %}")

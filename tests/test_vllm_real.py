@@ -29,7 +29,7 @@ except ImportError as exc:
 
 import torch  # noqa: E402
 
-from trainer.rollout.base import SamplingParams  # noqa: E402
+from botgrpo.trainer.rollout.base import SamplingParams  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PARITY = 1e-3  # measured: 4e-5 (float32 both sides, the same tokens)
@@ -38,7 +38,7 @@ CHATS = [[{"role": "user", "content": f"What is {a} + {b}? Answer with the numbe
 
 
 def _checkpoint() -> Path:
-    from trainer import pretrained
+    from botgrpo.trainer import pretrained
 
     path = Path(os.environ.get("SMOLLM2_DIR") or pretrained.default_checkpoint(pretrained.SMOLLM2))
     if not (path / "config.json").exists():
@@ -53,7 +53,7 @@ def engine():
     """One in-process engine for the module (float32, eager: no compile in CI), sleep off (CPU)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.rollout.vllm import VLLMEngine
+    from botgrpo.trainer.rollout.vllm import VLLMEngine
 
     path = _checkpoint()
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -66,7 +66,7 @@ def engine():
 
 
 def hf_logprobs(model, batch, pad_id: int, temperature: float = 1.0) -> torch.Tensor:
-    from trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.policy import completion_logprobs, pack
 
     inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size, pad_id)
     with torch.no_grad():
@@ -105,7 +105,7 @@ def test_weights_after_an_optimizer_step_reach_vllm(engine):
         batch = engine.generate(CHATS[:2], 2, sampling, seeds=[5, 6])
         engine.model.train()
         optimizer = torch.optim.SGD(engine.model.parameters(), lr=0.5)
-        from trainer.policy import completion_logprobs, pack
+        from botgrpo.trainer.policy import completion_logprobs, pack
         inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 2, engine.pad_id)
         loss = -(completion_logprobs(engine.model, *inputs) * batch.completion_mask).sum() / batch.completion_mask.sum()
         loss.backward()
@@ -137,7 +137,7 @@ def test_per_prompt_seeds_reproduce_whatever_the_batch(engine):
 
 
 def test_stop_tokens_chat_template_and_greedy_tokens_as_the_hf_engine(engine):
-    from trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.rollout.hf import HFEngine
 
     hf = HFEngine(engine.model, engine.tokenizer, seed=0)
     assert hf.stop_ids == engine.stop_ids and hf.pad_id == engine.pad_id
@@ -179,9 +179,9 @@ def test_truncation_is_length_and_flagged(engine):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A tiny Qwen2 policy (head size 64, as vLLM's CPU attention takes) and arithmetic prompts."""
-    from trainer.sft import build_tiny_policy
-    from trainer.tasks import arith
-    from trainer.tasks.base import write_jsonl
+    from botgrpo.trainer.sft import build_tiny_policy
+    from botgrpo.trainer.tasks import arith
+    from botgrpo.trainer.tasks.base import write_jsonl
 
     root = tmp_path_factory.mktemp("tiny-vllm")
     pairs = arith.make_sft_corpus(200, 0)

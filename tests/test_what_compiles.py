@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.what_compiles import KINDS, kind_of
-from reward_server.scorers.base import Rollout
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from sandbox.testing import require_node_toolchain
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from tests.node_toolchain import require_node_toolchain
 
 REFERENCE = {"spec": {"component": "TodoList", "elements": ["p", "label"], "text": ["Back"], "props": {}}}
 CASES = {

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainer.sft import build_tiny_policy
-from trainer.tasks import arith
-from trainer.tasks.base import write_jsonl
+from botgrpo.trainer.sft import build_tiny_policy
+from botgrpo.trainer.tasks import arith
+from botgrpo.trainer.tasks.base import write_jsonl
 
 
 def tiny_math_setup(directory: Path) -> dict[str, str]:
@@ -18,7 +18,7 @@ def tiny_math_setup(directory: Path) -> dict[str, str]:
 
 
 def tiny_config(paths: dict[str, str], out: Path, **overrides):
-    from trainer.config import TrainConfig
+    from botgrpo.trainer.config import TrainConfig
 
     values = dict(paths, task="math", output_dir=str(out), steps=2, group_size=4, prompts_per_step=4,
                   sampling={"max_new_tokens": 24}, lr=1e-3, tensorboard=False, progress=False, eval_prompts=4)

@@ -12,7 +12,7 @@ def main(argv: list[str]) -> None:
 
     from tests.test_trainer import _Scripted
     from tests.tiny_setup import tiny_config
-    from trainer.loop import Trainer
+    from botgrpo.trainer.loop import Trainer
 
     paths, out, steps = json.loads(argv[0]), argv[1], int(argv[2])
     cfg = tiny_config(paths, out, engine="vllm", steps=steps, eval_dataset=None, plot=False,

@@ -169,7 +169,7 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     ``bot_grpo_paper``) bounds how far the normalisation may amplify: in a group whose outcomes
     all agree the bag's spread is the local signal's alone, and dividing by it turns a small
     local nudge into advantages of several units. It is in the rewards' own units, so it is only
-    meaningful on rewards in the recipe's units (``trainer.rewards`` maps the server's bounded
+    meaningful on rewards in the recipe's units (``botgrpo.trainer.rewards`` maps the server's bounded
     wire scores back to them). It also touches mixed groups whose spread is below it: one pass
     with outcome 0 (compiles, misses the spec) among three fails at -1 has sigma 0.43.
 

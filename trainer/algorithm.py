@@ -1,6 +1,6 @@
 """What a method is: the update rule's three axes and the sampling-side behaviour, as settings.
 
-A method preset (:mod:`trainer.presets`) is one :class:`AlgorithmSettings`; a training config
+A method preset (:mod:`botgrpo.trainer.presets`) is one :class:`AlgorithmSettings`; a training config
 overrides any field of it. Every behaviour a method has is a field here, so nothing in the
 trainer asks which method it is running (DAPO's dynamic sampling and overlong penalty included).
 
@@ -48,7 +48,7 @@ class AlgorithmSettings(BaseModel):
 
     @model_validator(mode="after")
     def _estimator_takes_its_options(self) -> "AlgorithmSettings":
-        from trainer.advantages import ESTIMATORS
+        from botgrpo.trainer.advantages import ESTIMATORS
         accepted = keyword_options(ESTIMATORS[self.estimator])
         for option in self.estimator_options:
             if option not in accepted:
@@ -85,7 +85,7 @@ def resolve(base: AlgorithmSettings, overrides: Mapping[str, Any]) -> AlgorithmS
 
 def _registries() -> dict[str, tuple[Mapping[str, Any], str]]:
     """Field -> (registry, what it holds). Imported late: settings load before torch is needed."""
-    from trainer.advantages import ESTIMATORS
-    from trainer.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES
+    from botgrpo.trainer.advantages import ESTIMATORS
+    from botgrpo.trainer.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES
     return {"estimator": (ESTIMATORS, "advantage estimator"), "policy_loss": (POLICY_LOSSES, "policy loss"),
             "aggregation": (AGGREGATIONS, "loss aggregation"), "kl_estimator": (KL_ESTIMATORS, "KL estimator")}

@@ -1,7 +1,7 @@
 """``botgrpo train`` settings: one YAML file (flags override it), validated before anything loads.
 
 The method comes from its preset (``method``) with any of its fields overridden here, axis by
-axis (:func:`trainer.algorithm.resolve`); the resolved choices are printed at start and saved
+axis (:func:`botgrpo.trainer.algorithm.resolve`); the resolved choices are printed at start and saved
 in the run directory.
 """
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from trainer.algorithm import FIELDS as ALGORITHM_FIELDS
-from trainer.algorithm import AlgorithmSettings, resolve
-from trainer.presets import PRESETS, preset
-from trainer.rollout.base import SamplingParams
+from botgrpo.trainer.algorithm import FIELDS as ALGORITHM_FIELDS
+from botgrpo.trainer.algorithm import AlgorithmSettings, resolve
+from botgrpo.trainer.presets import PRESETS, preset
+from botgrpo.trainer.rollout.base import SamplingParams
 
 
 class TrainConfig(BaseModel):

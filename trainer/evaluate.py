@@ -6,10 +6,10 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from trainer.data import Example
-from trainer.render_eval import render_metrics
-from trainer.rewards import RewardSource
-from trainer.rollout.base import SamplingParams
+from botgrpo.trainer.data import Example
+from botgrpo.trainer.render_eval import render_metrics
+from botgrpo.trainer.rewards import RewardSource
+from botgrpo.trainer.rollout.base import SamplingParams
 
 EVAL_SEED = 1_000_003  # held-out sampling never shares seeds with training
 

@@ -5,9 +5,9 @@ all ranks agree), sample G rollouts per prompt, send them to the reward server, 
 reference log-probs while the server scores, shape rewards (overlong penalty, dynamic
 sampling), estimate advantages and update. Checkpoints, metrics and evaluations around it.
 
-With ``async_steps: 1`` (:mod:`trainer.pipeline`) the next step's rollouts are sampled and
+With ``async_steps: 1`` (:mod:`botgrpo.trainer.pipeline`) the next step's rollouts are sampled and
 scored on a background thread while this step updates; on-policy is the default. On-policy,
-the update is group-streamed where that is exact (``streamed_update``, :mod:`trainer.streamed`):
+the update is group-streamed where that is exact (``streamed_update``, :mod:`botgrpo.trainer.streamed`):
 each group's advantages and backward as soon as its rollouts are scored, one optimizer step.
 """
 from __future__ import annotations
@@ -24,25 +24,25 @@ from typing import Any, Optional
 import torch
 from transformers import AutoTokenizer
 
-from trainer import checkpoint
-from trainer.advantages import compute_advantages
-from trainer.config import TrainConfig
-from trainer.data import PromptOrder, load_examples
-from trainer.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
+from botgrpo.trainer import checkpoint
+from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.config import TrainConfig
+from botgrpo.trainer.data import PromptOrder, load_examples
+from botgrpo.trainer.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
                                  load_full_state_dicts, unwrap, wrap)
-from trainer.evaluate import evaluate
-from trainer.packing import enable_packed_attention
-from trainer.pipeline import Rollouts
-from trainer.policy import make_layout
-from trainer.precision import disable_dropout, enable_gradient_checkpointing, load_causal_lm
-from trainer.rewards import EmbeddedServer, RewardSource, ScoredBatch
-from trainer.rollout.base import RolloutBatch
-from trainer.rollout.hf import HFEngine
-from trainer.rollout.prompts import PromptEncoder, stop_token_ids
-from trainer.shaping import informative_groups, overlong_penalty
-from trainer.streamed import run_streamed_update, streamable
-from trainer.tracking import MetricsLog, plot, read
-from trainer.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
+from botgrpo.trainer.evaluate import evaluate
+from botgrpo.trainer.packing import enable_packed_attention
+from botgrpo.trainer.pipeline import Rollouts
+from botgrpo.trainer.policy import make_layout
+from botgrpo.trainer.precision import disable_dropout, enable_gradient_checkpointing, load_causal_lm
+from botgrpo.trainer.rewards import RewardSource, ScoredBatch
+from botgrpo.trainer.rollout.base import RolloutBatch
+from botgrpo.trainer.rollout.hf import HFEngine
+from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids
+from botgrpo.trainer.shaping import informative_groups, overlong_penalty
+from botgrpo.trainer.streamed import run_streamed_update, streamable
+from botgrpo.trainer.tracking import MetricsLog, plot, read
+from botgrpo.trainer.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
 
 
 def _schedule(cfg: TrainConfig):
@@ -109,8 +109,10 @@ class Trainer:
         self._stack = ExitStack()
         self._background = ThreadPoolExecutor(1, thread_name_prefix="rollouts") if cfg.async_steps else None
         if reward_source is None:
-            url = cfg.reward_url or self._stack.enter_context(EmbeddedServer(warm_scorers=True)).url
-            reward_source = RewardSource(url, cfg.task, cfg.task_options, cfg.reward_api_key)
+            if not cfg.reward_url:
+                raise ValueError("no reward server: set reward_url, or run the server in this process with "
+                                 "botgrpo.embedded.reward_server_for(cfg) (what `botgrpo train` does)")
+            reward_source = RewardSource(cfg.reward_url, cfg.task, cfg.task_options, cfg.reward_api_key)
         self.rewards = reward_source
         if cfg.resume:
             self._resume()
@@ -133,7 +135,7 @@ class Trainer:
 
     def _engine(self, synced):
         if self.cfg.engine == "vllm":
-            from trainer.rollout.vllm import VLLMEngine
+            from botgrpo.trainer.rollout.vllm import VLLMEngine
             c = self.cfg
             return VLLMEngine(unwrap(self.model), self.tokenizer, self.resumed_from or c.model, seed=c.seed,
                               encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16, sleep=c.vllm_sleep,
@@ -193,7 +195,7 @@ class Trainer:
                            micro_batch_size=self.cfg.micro_batch_size, micro_batch_tokens=self.cfg.micro_batch_tokens)
 
     def _streamed_update(self, batch: RolloutBatch, pending, ref_logp: Optional[torch.Tensor]) -> dict[str, float]:
-        """Group by group as the scores arrive (:mod:`trainer.streamed`), one optimizer step."""
+        """Group by group as the scores arrive (:mod:`botgrpo.trainer.streamed`), one optimizer step."""
         update = StreamedUpdate(self.model, self.optimizer, self.algo, rows=batch.completion_mask.shape[0],
                                 temperature=self.cfg.sampling.temperature, norm_len=self.cfg.sampling.max_new_tokens,
                                 bf16=self.bf16)

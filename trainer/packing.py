@@ -1,6 +1,6 @@
 """Padding-free micro-batches for the update's forward (and the old/reference log-prob passes).
 
-The padded layout (:func:`trainer.policy.pack`) gives every row the batch's widest prompt and
+The padded layout (:func:`botgrpo.trainer.policy.pack`) gives every row the batch's widest prompt and
 its longest completion, so a batch whose lengths vary pays for the longest everywhere. Here each
 micro-batch is **one row**: for each of its rollouts, the prompt followed by the completion (less
 its last token, which predicts nothing), with ``position_ids`` restarting at 0 per sequence.
@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from trainer.distributed import Dist, global_max
+from botgrpo.trainer.distributed import Dist, global_max
 
 PACKED_ATTENTION = "botgrpo_packed_sdpa"
 
@@ -72,6 +72,22 @@ def _lpt(tokens: Sequence[int], k: int) -> list[list[int]]:
 
 
 # --------------------------------------------------------------------------- layout
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0,
+                   with_entropy: bool = False, chunk_elements: int = 1 << 24):
+    """``(M,)`` log p(target) from ``(M, V)`` logits divided by ``temperature`` (and the entropy,
+    computed without grad ``chunk_elements`` logits at a time to bound the extra memory)."""
+    logits = logits.float() / temperature
+    normaliser = torch.logsumexp(logits, dim=-1)
+    logprobs = logits.gather(-1, targets[:, None]).squeeze(-1) - normaliser
+    if not with_entropy:
+        return logprobs
+    step = max(1, chunk_elements // max(1, logits.shape[-1]))
+    with torch.no_grad():
+        entropy = torch.cat([normaliser[i:i + step] - (logits[i:i + step].softmax(-1) * logits[i:i + step]).sum(-1)
+                             for i in range(0, logits.shape[0], step)]) if logits.shape[0] else normaliser.detach()
+    return logprobs, entropy
+
+
 @dataclass
 class PackedMicroBatch:
     rows: torch.Tensor          # (n,) the batch rows it holds, in packing order
@@ -125,7 +141,6 @@ class PackedLayout:
 
     def logprobs(self, model, mb: PackedMicroBatch, *, temperature: float = 1.0, with_entropy: bool = False):
         """``(n, T)`` log-probs of ``mb``'s rows (0 off their completions), and their entropy if asked."""
-        from trainer.policy import token_logprobs
         device = next(model.parameters()).device
         cu = mb.cu_seqlens.to(device)
         logits = model(input_ids=mb.input_ids.to(device), position_ids=mb.position_ids.to(device), use_cache=False,

@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.rollout.base import RolloutBatch
+from botgrpo.trainer.rollout.base import RolloutBatch
 
 
 @dataclass

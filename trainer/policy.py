@@ -6,7 +6,7 @@ giving ``(n, T)`` tensors aligned with the rollout tensors' rows ``mb.rows``):
 * padded (:class:`PaddedLayout`, :func:`pack`): ``[left-padded prompt | completion | right
   padding]``, so that all completions start at the same column; micro-batches of
   ``micro_batch_size`` rows;
-* packed (:class:`trainer.packing.PackedLayout`): one row per micro-batch, no padding.
+* packed (:class:`botgrpo.trainer.packing.PackedLayout`): one row per micro-batch, no padding.
 """
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
+
+from botgrpo.trainer.packing import PackedLayout
 
 
 def pack(prompt_ids: Sequence[Sequence[int]], completion_ids: torch.Tensor, completion_mask: torch.Tensor,
@@ -59,22 +61,6 @@ def completion_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor,
     return logprobs, entropy
 
 
-def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0,
-                   with_entropy: bool = False, chunk_elements: int = 1 << 24):
-    """``(M,)`` log p(target) from ``(M, V)`` logits divided by ``temperature`` (and the entropy,
-    computed without grad ``chunk_elements`` logits at a time to bound the extra memory)."""
-    logits = logits.float() / temperature
-    normaliser = torch.logsumexp(logits, dim=-1)
-    logprobs = logits.gather(-1, targets[:, None]).squeeze(-1) - normaliser
-    if not with_entropy:
-        return logprobs
-    step = max(1, chunk_elements // max(1, logits.shape[-1]))
-    with torch.no_grad():
-        entropy = torch.cat([normaliser[i:i + step] - (logits[i:i + step].softmax(-1) * logits[i:i + step]).sum(-1)
-                             for i in range(0, logits.shape[0], step)]) if logits.shape[0] else normaliser.detach()
-    return logprobs, entropy
-
-
 @dataclass
 class PaddedMicroBatch:
     rows: slice
@@ -101,7 +87,6 @@ def make_layout(prompt_ids, completion_ids: torch.Tensor, completion_mask: torch
                 d=None):
     """The batch's layout for the log-prob passes and the update: packed or padded."""
     if packing:
-        from trainer.packing import PackedLayout
         return PackedLayout(prompt_ids, completion_ids, completion_mask, group_size,
                             micro_batch_size=micro_batch_size, micro_batch_tokens=micro_batch_tokens, d=d)
     return PaddedLayout(pack(prompt_ids, completion_ids, completion_mask, group_size, pad_id), micro_batch_size)

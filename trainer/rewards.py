@@ -10,15 +10,13 @@ tokens one to one. A rollout the server could not score (a result with
 ``error``) is marked unscored: NaN sequence reward, no token rewards, and the loop leaves it out
 of the loss rather than punish the policy for the server's failure.
 
-``EmbeddedServer`` runs the real reward server (FastAPI on uvicorn, in-process queue) on a
-thread of this process, for one-machine runs with no URL to point at.
+The trainer reaches a reward server only through :mod:`botgrpo.services.client`; a server in
+this process, for one-machine runs, is composed above it (:mod:`botgrpo.embedded`).
 """
 from __future__ import annotations
 
 import math
 import queue
-import socket
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,10 +24,10 @@ from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
-from services.client import RewardClient
-from services.schemas import reward_units
-from trainer.rollout.alignment import scores_to_tensor
-from trainer.rollout.base import RolloutBatch
+from botgrpo.services.client import RewardClient
+from botgrpo.services.schemas import reward_units
+from botgrpo.trainer.rollout.alignment import scores_to_tensor
+from botgrpo.trainer.rollout.base import RolloutBatch
 
 
 @dataclass
@@ -172,38 +170,3 @@ class RewardSource:
                 raise RuntimeError("the reward stream ended before every rollout was scored")
         except BaseException as error:
             scores.fail(error)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class EmbeddedServer:
-    """The reward server on a free local port, served from a thread of this process."""
-
-    def __init__(self, **settings: Any):
-        import uvicorn
-
-        from reward_server.app import create_app
-        from reward_server.settings import ServerSettings
-
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        app = create_app(ServerSettings(port=port, **settings))
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        self._thread = threading.Thread(target=self._server.run, name="reward-server", daemon=True)
-
-    def __enter__(self) -> "EmbeddedServer":
-        self._thread.start()
-        deadline = time.monotonic() + 120
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the embedded reward server did not start")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=30)

@@ -8,13 +8,12 @@ sample ever compiles, so every reward is the same). So the demo builds its own p
    random-init ``Qwen2ForCausalLM`` of ~1M parameters with tied embeddings;
 2. :func:`sft` teaches it the task format with plain next-token training on
    ``prompt + completion + eos`` (loss on completion tokens only), bounded in wall-clock time;
-3. :func:`sample_compile_rate` samples completions and scores them with the ``react`` scorer,
-   the number the warm start is tuned on (compile rate well below 1, so RL has room).
+3. :func:`sample_completions` samples from it (scored by the reward server, never imported here).
 
-The prompt already ends with its newline (:mod:`trainer.tasks.base`). Everything is saved
+The prompt already ends with its newline (:mod:`botgrpo.trainer.tasks.base`). Everything is saved
 with ``save_pretrained``, so ``AutoModelForCausalLM.from_pretrained(model_dir)`` loads it.
 
-Measured warm start (2 idle cores): 4000 pairs of ``trainer.tasks.react.make_sft_corpus``
+Measured warm start (2 idle cores): 4000 pairs of ``botgrpo.trainer.tasks.react.make_sft_corpus``
 (``broken_share=0.5``), 0.7M parameters, 800 steps of batch 16 at ``lr=5e-3`` (~100 s) give
 a ``build`` compile rate of ~0.4-0.6 and a spec-match rate of ~0.02. Contention from other
 processes stretches the wall clock a lot, so prefer ``max_steps`` with ``max_seconds`` as a cap.
@@ -30,8 +29,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import torch
-
-from trainer.tasks.base import Task
 
 
 @dataclass
@@ -63,7 +60,7 @@ def build_tiny_policy(texts: Iterable[str], out_dir: str | Path, *, hidden: int 
     """
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    from trainer.tiny import train_tokenizer
+    from botgrpo.trainer.tiny import train_tokenizer
 
     out_dir = Path(out_dir)
     tokenizer = train_tokenizer(texts, vocab_size)
@@ -187,34 +184,3 @@ def sample_completions(model_dir: str | Path, prompts: Sequence[str], *, max_new
         new_tokens = generated[:, batch["input_ids"].shape[1]:]
         out += tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
     return out
-
-
-def sample_compile_rate(model_dir: str | Path, tasks: Sequence[Task], n: int = 64, *, level: str = "build",
-                        max_new_tokens: int = 200, temperature: float = 1.0, seed: int = 0, scorer=None) -> dict:
-    """Sample completions for the first ``n`` tasks and score them with the ``react`` scorer.
-
-    Returns ``compile_rate`` (compiles at ``level``), ``spec_rate`` (compiles *and* meets the
-    prompt's spec), the wall-clock ``generate_s`` and ``score_s``, and the ``completions``.
-    Pass a running ``scorer`` to reuse its Node pool; otherwise one is started and closed.
-    """
-    from reward_server.scorers.base import Rollout
-    from reward_server.scorers.react import ReactOptions, ReactScorer
-
-    tasks = list(tasks)[:n]
-    started = time.perf_counter()
-    completions = sample_completions(model_dir, [t.prompt for t in tasks], max_new_tokens=max_new_tokens,
-                                     temperature=temperature, seed=seed)
-    generated = time.perf_counter()
-    own_scorer = scorer is None
-    scorer = scorer or ReactScorer(pool_size=2)
-    try:
-        results = scorer.score_batch([Rollout(c, t.prompt, t.reference) for c, t in zip(completions, tasks)],
-                                     ReactOptions(level=level))
-    finally:
-        if own_scorer:
-            scorer.close()
-    compiled = [r.passed for r in results]
-    matched = [r.passed and bool(r.details.get("spec_passed")) for r in results]
-    return {"n": len(tasks), "compile_rate": sum(compiled) / len(tasks), "spec_rate": sum(matched) / len(tasks),
-            "generate_s": generated - started, "score_s": time.perf_counter() - generated,
-            "completions": completions}

@@ -17,8 +17,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from trainer.demo import DemoSettings
-from trainer.presets import PRESETS
+from botgrpo.demo import DemoSettings
+from botgrpo.trainer.presets import PRESETS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         from botgrpo.commands.toy import show
         show(console)
         return 0
-    from trainer.demo import run as run_demo
+    from botgrpo.demo import run as run_demo
 
     overrides = {f.name: getattr(args, f.name) for f in fields(DemoSettings)
                  if f.name not in ("out_dir", "method") and getattr(args, f.name, None) is not None}

@@ -41,13 +41,14 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
     from transformers import AutoTokenizer
 
-    from trainer.data import load_examples
-    from trainer.evaluate import evaluate
-    from trainer.precision import load_causal_lm
-    from trainer.rewards import EmbeddedServer, RewardSource
-    from trainer.rollout.base import SamplingParams
-    from trainer.rollout.hf import HFEngine
-    from trainer.rollout.prompts import PromptEncoder
+    from botgrpo.trainer.data import load_examples
+    from botgrpo.trainer.evaluate import evaluate
+    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.embedded import EmbeddedServer
+    from botgrpo.trainer.rewards import RewardSource
+    from botgrpo.trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.rollout.prompts import PromptEncoder
 
     if args.judge:
         from botgrpo.commands import eval_judge

@@ -31,10 +31,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from reward_server.judge.client import JudgeClient, JudgeConfig
-    from trainer import judge_eval
-    from trainer.data import load_examples
-    from trainer.rollout.base import SamplingParams
+    from botgrpo.reward_server.judge.client import JudgeClient, JudgeConfig
+    from botgrpo import judge_eval
+    from botgrpo.trainer.data import load_examples
+    from botgrpo.trainer.rollout.base import SamplingParams
 
     examples = load_examples(args.dataset, args.prompt_column, args.reference_column)[: args.prompts]
     sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p)

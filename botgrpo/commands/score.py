@@ -19,10 +19,10 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
-from reward_server.scorers import OPTIONAL_SCORERS, SCORERS, create_scorer
-from reward_server.scorers.base import Rollout
-from reward_server.composition import compose
-from reward_server.spans import check_offsets, default_split
+from botgrpo.reward_server.scorers import OPTIONAL_SCORERS, SCORERS, create_scorer
+from botgrpo.reward_server.scorers.base import Rollout
+from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import check_offsets, default_split
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import argparse
 import gc
 import sys
 
-from reward_server.settings import isolation_report, load_server_settings
+from botgrpo.reward_server.settings import isolation_report, load_server_settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +58,7 @@ def announce_isolation(command: str, settings, details: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from reward_server.app import create_app
+    from botgrpo.reward_server.app import create_app
 
     settings = load_server_settings(args.config, overrides={
         "host": args.host, "port": args.port, "redis_url": args.redis_url, "workers": args.workers})

@@ -1,7 +1,7 @@
 """``botgrpo train --config FILE.yaml [flags]``: train a policy with BoT-GRPO or a baseline.
 
 Flags override the file; ``--set key=value`` (YAML value, dotted keys for nested fields such as
-``sampling.max_new_tokens``) reaches every field of :class:`trainer.config.TrainConfig`.
+``sampling.max_new_tokens``) reaches every field of :class:`botgrpo.trainer.config.TrainConfig`.
 Under ``torchrun --nproc_per_node N`` it trains data-parallel (DDP or FSDP).
 """
 from __future__ import annotations
@@ -38,8 +38,8 @@ def _nested(values: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def build_config(args: argparse.Namespace):
-    from botgrpo.settings import SettingsError, read_yaml
-    from trainer.config import TrainConfig
+    from botgrpo.services.settings import SettingsError, read_yaml
+    from botgrpo.trainer.config import TrainConfig
 
     values: dict[str, Any] = read_yaml(args.config) if args.config else {}
     values.update({k: getattr(args, k) for k in FLAGS if getattr(args, k) is not None})
@@ -68,7 +68,7 @@ def describe(cfg) -> str:
 
 def check_paths(cfg) -> None:
     """Name a missing model or dataset before anything heavy loads."""
-    from botgrpo.settings import SettingsError
+    from botgrpo.services.settings import SettingsError
 
     if not (Path(cfg.model) / "config.json").exists():
         raise SettingsError(f"model {cfg.model!r} is not a local Hugging Face model directory (no config.json)")
@@ -81,13 +81,18 @@ def check_paths(cfg) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from trainer.loop import Trainer
-    from trainer.progress import progress_callback
+    from botgrpo.embedded import reward_server_for
+    from botgrpo.trainer.loop import Trainer
 
     cfg = build_config(args)
     check_paths(cfg)
-    trainer = Trainer(cfg)
-    console = Console()
+    with reward_server_for(cfg) as served:
+        return _train(Trainer(served), cfg, Console())  # config.json keeps the run's own settings
+
+
+def _train(trainer, cfg, console) -> int:
+    from botgrpo.trainer.progress import progress_callback
+
     if trainer.d.main:
         console.print(describe(cfg))
         out = Path(cfg.output_dir)

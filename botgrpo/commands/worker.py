@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from reward_server.settings import load_server_settings
+from botgrpo.reward_server.settings import load_server_settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,8 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from botgrpo.commands.serve import announce_isolation
-    from reward_server.service import ScoringService
-    from services.queue import run_worker
+    from botgrpo.reward_server.service import ScoringService
+    from botgrpo.services.queue import run_worker
 
     settings = load_server_settings(args.config, overrides={"redis_url": args.redis_url})
     if not settings.redis_url:

@@ -11,8 +11,8 @@ has the command lines.
 """
 from fastapi import APIRouter, Depends
 
-from reward_server.compat import openrlhf, slime
-from reward_server.compat.core import authorised
+from botgrpo.reward_server.compat import openrlhf, slime
+from botgrpo.reward_server.compat.core import authorised
 
 router = APIRouter(prefix="/compat", tags=["compat"], dependencies=[Depends(authorised)])
 router.include_router(openrlhf.router)

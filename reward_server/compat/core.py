@@ -29,9 +29,9 @@ from typing import Any, Optional
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from reward_server.react.spec import Spec
-from reward_server.service import RequestRejected, error_result
-from services.schemas import RewardRequest
+from botgrpo.reward_server.react.spec import Spec
+from botgrpo.reward_server.service import RequestRejected, error_result
+from botgrpo.services.schemas import RewardRequest
 
 RESERVED = frozenset({"options", "eos"})  # query parameters that are not scorer options
 # end-of-sequence texts of common chat models: OpenRLHF decodes with skip_special_tokens=False,

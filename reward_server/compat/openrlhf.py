@@ -17,11 +17,11 @@ What OpenRLHF sends and reads (its sources at commit 3c3be62, August 2026; facts
   ``{"rewards": [...], "scores": [...], "extra_logs": {...}}``.
 
 Here: the task is the route's, options come from the query string
-(:func:`reward_server.compat.core.query_options`), each label becomes the reference
-(:func:`reward_server.compat.core.reference_for`), the response is the query with its prompt
+(:func:`botgrpo.reward_server.compat.core.query_options`), each label becomes the reference
+(:func:`botgrpo.reward_server.compat.core.reference_for`), the response is the query with its prompt
 cut off (a query that does not start with its prompt is a 422 naming it) and the end-of-sequence
 text OpenRLHF leaves on it (``<|im_end|>``; it decodes with ``skip_special_tokens=False``) cut
-from its end (``?eos=`` sets which: :func:`reward_server.compat.core.eos_texts`), ``rewards`` is the
+from its end (``?eos=`` sets which: :func:`botgrpo.reward_server.compat.core.eos_texts`), ``rewards`` is the
 outcome ``R`` in the server's bounds, ``scores`` the outcome mapped onto [0, 1], and
 ``extra_logs`` holds per-query scalars under ``botgrpo_*`` (OpenRLHF cannot take a per-token
 list there: it merges per-sample values, so the token scores are summarised as their mean and
@@ -37,11 +37,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward_server.bodies import read_body
-from reward_server.compat.core import (SUMMARY_KEYS, body_schema, check_empty, cut_eos, eos_texts, query_options,
+from botgrpo.reward_server.bodies import read_body
+from botgrpo.reward_server.compat.core import (SUMMARY_KEYS, body_schema, check_empty, cut_eos, eos_texts, query_options,
                                       reference_for, score, summary, unit_score)
-from reward_server.service import RequestRejected
-from services.schemas import Text
+from botgrpo.reward_server.service import RequestRejected
+from botgrpo.services.schemas import Text
 
 router = APIRouter()
 LOG_PREFIX = "botgrpo_"

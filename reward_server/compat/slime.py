@@ -12,8 +12,8 @@ What slime sends and reads (its sources at commit 624b824, August 2026; facts, n
   key is set.
 
 Here: the task is the route's, options come from the query string
-(:func:`reward_server.compat.core.query_options`), the label becomes the reference
-(:func:`reward_server.compat.core.reference_for`), an end-of-sequence text the response ends with
+(:func:`botgrpo.reward_server.compat.core.query_options`), the label becomes the reference
+(:func:`botgrpo.reward_server.compat.core.reference_for`), an end-of-sequence text the response ends with
 is cut off as for OpenRLHF (``?eos=``), and the answer is the outcome ``R`` as a bare
 JSON number. With ``?format=dict`` it is an object (use it with ``--reward-key reward``):
 ``reward`` (R), ``score`` (R on [0, 1]), ``passed``, ``unscored``, ``error``, and the token
@@ -29,10 +29,10 @@ from typing import Any, Literal, Optional, Union
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward_server.bodies import read_body
-from reward_server.compat.core import (RESERVED, body_schema, cut_eos, eos_texts, query_options,
+from botgrpo.reward_server.bodies import read_body
+from botgrpo.reward_server.compat.core import (RESERVED, body_schema, cut_eos, eos_texts, query_options,
                                       reference_for, score, unit_score)
-from services.schemas import Text
+from botgrpo.services.schemas import Text
 
 router = APIRouter()
 

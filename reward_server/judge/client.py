@@ -1,6 +1,6 @@
 """The judge's HTTP client: one OpenAI-compatible ``POST {url}/chat/completions`` per question
 (vLLM's server, or any hosted API), structured output requested with ``response_format``,
-the reply parsed strictly (:mod:`reward_server.judge.rubric`), and verdicts cached by content.
+the reply parsed strictly (:mod:`botgrpo.reward_server.judge.rubric`), and verdicts cached by content.
 
 Bounded: every request has a timeout; a timeout, a connection error, a 429 or a 5xx and a
 reply that is not exactly a verdict are retried (``retries`` times, jittered backoff, a
@@ -21,8 +21,8 @@ from typing import Any, Callable, Optional, TypeVar
 
 import httpx
 
-from reward_server.judge import rubric
-from reward_server.judge.cache import JudgeCache, content_key
+from botgrpo.reward_server.judge import rubric
+from botgrpo.reward_server.judge.cache import JudgeCache, content_key
 
 T = TypeVar("T")
 ENV = "BOTGRPO_JUDGE_"

@@ -1,6 +1,6 @@
 """The local signal of a math verdict: where in the completion the reasoning broke.
 
-``l = -1`` (the composition layer, :mod:`reward_server.composition`, weighs it against the
+``l = -1`` (the composition layer, :mod:`botgrpo.reward_server.composition`, weighs it against the
 outcome) on:
 
 * **the first wrong step and everything after it**, with ``error_propagation`` (default, the
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reward_server.scorers.base import SpanScore
+from botgrpo.reward_server.scorers.base import SpanScore
 
 from .steps import Step
 

@@ -9,7 +9,7 @@ The decision is split in two because the two halves have very different costs an
 * :func:`symbolic_equal` is everything else (radicals, ``\\pi``, percent, expressions,
   intervals, sets) with math-verify's semantics. It may be slow or hang on input the guard
   did not foresee, so it must only be called inside a killable worker process
-  (:mod:`sandbox.process_pool`); :func:`warm_up` is that worker's initializer.
+  (:mod:`botgrpo.sandbox.process_pool`); :func:`warm_up` is that worker's initializer.
 """
 from __future__ import annotations
 

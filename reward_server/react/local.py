@@ -1,7 +1,7 @@
 """Local signals of a compile verdict: where in a failing completion the blame lies.
 
 A local signal is a list of character spans of the completion with ``l = -1`` (the composition
-layer, :mod:`reward_server.composition`, weighs it against the outcome). Registry
+layer, :mod:`botgrpo.reward_server.composition`, weighs it against the outcome). Registry
 :data:`LOCAL_SIGNALS`, chosen by the ``local`` option of the ``react`` scorer:
 
 ``first_cause`` (default)
@@ -49,8 +49,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Optional
 
-from reward_server.scorers.base import SpanScore
-from sandbox.results import Diagnostic
+from botgrpo.reward_server.scorers.base import SpanScore
+from botgrpo.sandbox.results import Diagnostic
 
 BLAME = -1.0
 # identifiers, numbers, strings (one token each, an unterminated one up to the line end),

@@ -1,5 +1,5 @@
 """The render and lint checks of the ``react`` scorer: their options, what the sandbox is asked
-for, and how their findings enter the reward recipe (:mod:`reward_server.composition`).
+for, and how their findings enter the reward recipe (:mod:`botgrpo.reward_server.composition`).
 
 Outcome. At level ``render`` the compile term of ``R = (1 - spec_weight) * C + spec_weight * S`` is
 
@@ -36,8 +36,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from reward_server.scorers.base import SpanScore
-from sandbox.results import CompileResult, Diagnostic
+from botgrpo.reward_server.scorers.base import SpanScore
+from botgrpo.sandbox.results import CompileResult, Diagnostic
 
 MAX_LINT_SPANS = 20
 MAX_WRAPPERS = 200

@@ -1,6 +1,6 @@
 """The scorer registry: task name -> scorer class, imported on first use.
 
-Each scorer follows :class:`reward_server.scorers.base.Scorer`. Import paths rather than classes
+Each scorer follows :class:`botgrpo.reward_server.scorers.base.Scorer`. Import paths rather than classes
 keep ``import reward_server`` light: the math scorer pulls in sympy, the react scorer the Node
 pool, and a deployment that serves one task need not load the other.
 
@@ -15,12 +15,12 @@ import os
 from typing import Any
 
 SCORERS: dict[str, str] = {
-    "react": "reward_server.scorers.react:ReactScorer",
-    "math": "reward_server.scorers.math:MathScorer",
-    "model": "reward_server.scorers.model:ModelScorer",
+    "react": "botgrpo.reward_server.scorers.react:ReactScorer",
+    "math": "botgrpo.reward_server.scorers.math:MathScorer",
+    "model": "botgrpo.reward_server.scorers.model:ModelScorer",
 }
 OPTIONAL_SCORERS: dict[str, str] = {
-    "judge": "reward_server.scorers.judge:JudgeScorer",
+    "judge": "botgrpo.reward_server.scorers.judge:JudgeScorer",
 }
 if os.environ.get("BOTGRPO_JUDGE_URL"):
     SCORERS["judge"] = OPTIONAL_SCORERS["judge"]

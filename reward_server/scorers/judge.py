@@ -4,7 +4,7 @@ judge that also sees the screenshot of the first render), mixed into the outcome
 For each completion the ``react`` scorer runs first (every ``react`` option applies: level,
 spec, lint, local signal), then the judge grades the code against the task's instruction
 (``rollout.prompt``, else ``reference["instruction"]``) from 1 to 10, mapped to ``J`` in
-[-1, 1] (:mod:`reward_server.judge.rubric`). The outcome is
+[-1, 1] (:mod:`botgrpo.reward_server.judge.rubric`). The outcome is
 
     R = (1 - judge_weight) * R_react + judge_weight * J
 
@@ -30,11 +30,11 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from reward_server.judge.cache import JudgeCache
-from reward_server.judge.client import JudgeClient, JudgeConfig, JudgeError
-from reward_server.scorers.base import Rollout, ScoreResult
-from reward_server.scorers.react import ReactOptions, ReactScorer
-from reward_server.references import ReactReference
+from botgrpo.reward_server.judge.cache import JudgeCache
+from botgrpo.reward_server.judge.client import JudgeClient, JudgeConfig, JudgeError
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
+from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
+from botgrpo.reward_server.references import ReactReference
 
 FAIL = -1.0
 

@@ -1,14 +1,14 @@
 """The ``math`` scorer: is the final answer equal to ``reference["answer"]``, and which steps broke?
 
-For each completion: extract the final answer (:mod:`reward_server.math.extract`, under the
+For each completion: extract the final answer (:mod:`botgrpo.reward_server.math.extract`, under the
 ``extraction`` option: ``latex``, the default, hands a completion without a box to math-verify's
 own extraction behind the guard; ``boxed`` reads "answer is X" / the last number; several
 different boxes are one multi-part answer only when the reference has that many parts, else a
-refused hedge), refuse statement answers (:mod:`reward_server.math.statements`), decide the
+refused hedge), refuse statement answers (:mod:`botgrpo.reward_server.math.statements`), decide the
 cheap cases in this thread (:func:`~reward_server.math.equivalence.quick_verdict`: normalised
 equality, the pathological-input guard, exact numbers), send the rest to math-verify inside a
-killable worker process (:mod:`sandbox.process_pool`), and check the arithmetic steps exactly
-(:mod:`reward_server.math.steps`).
+killable worker process (:mod:`botgrpo.sandbox.process_pool`), and check the arithmetic steps exactly
+(:mod:`botgrpo.reward_server.math.steps`).
 
 Result:
 
@@ -18,7 +18,7 @@ Result:
 * ``details``: ``answer``, ``answer_span`` ``[start, end)``, ``method`` (how it was extracted),
   ``reason`` (why the verdict), ``steps`` ``[{start, end, ok, text}]`` (``ok`` ``None`` =
   uncheckable);
-* ``local``: the local signal of :mod:`reward_server.math.blame`: -1 from the first wrong
+* ``local``: the local signal of :mod:`botgrpo.reward_server.math.blame`: -1 from the first wrong
   step on (``error_propagation``, default) or on each wrong step, -1 everywhere when no answer
   is found; the composition layer weighs it against the outcome.
 
@@ -37,16 +37,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward_server.composition import RecipeOptions
-from reward_server.math.blame import BLAME, step_blame
-from reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
-from reward_server.math.extract import Extraction, extract_answer
-from reward_server.math.statements import context_reason, reference_parts
-from reward_server.math.steps import Step, find_steps
-from sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
+from botgrpo.reward_server.composition import RecipeOptions
+from botgrpo.reward_server.math.blame import BLAME, step_blame
+from botgrpo.reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
+from botgrpo.reward_server.math.extract import Extraction, extract_answer
+from botgrpo.reward_server.math.statements import context_reason, reference_parts
+from botgrpo.reward_server.math.steps import Step, find_steps
+from botgrpo.sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
 
 from .base import Rollout, ScoreResult
-from reward_server.references import MathReference
+from botgrpo.reward_server.references import MathReference
 
 
 class MathOptions(RecipeOptions):

@@ -26,7 +26,7 @@ from typing import ClassVar, Optional, Sequence
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from reward_server.composition import RecipeOptions
+from botgrpo.reward_server.composition import RecipeOptions
 
 from .base import Rollout, ScoreResult, SpanScore
 

@@ -1,13 +1,13 @@
 """The ``react`` scorer: does the component compile at the requested level, and does it do
 what the prompt asked?
 
-For each completion: extract the code (:mod:`reward_server.react.extract`), compile it in the
-sandboxed Node pool (:mod:`sandbox.node_pool`), and answer in the recipe's two channels
-(:mod:`reward_server.composition`):
+For each completion: extract the code (:mod:`botgrpo.reward_server.react.extract`), compile it in the
+sandboxed Node pool (:mod:`botgrpo.sandbox.node_pool`), and answer in the recipe's two channels
+(:mod:`botgrpo.reward_server.composition`):
 
 * **outcome** ``R = (1 - spec_weight) * C + spec_weight * S`` with ``C`` = +1 if it compiles
   else -1 and ``S`` = +1 if the spec check passes else -1 (``R = C`` without a spec);
-* **local signal** ``l = -1`` where the blame lies (:mod:`reward_server.react.local`: the first
+* **local signal** ``l = -1`` where the blame lies (:mod:`botgrpo.reward_server.react.local`: the first
   parse error's window by default, type errors and refused imports at theirs) and on the parts
   that violate the spec (a wrong component name, an element lacking a prop); a missing element
   has no place and costs through the outcome only. No code, truncated output, a compiler
@@ -20,7 +20,7 @@ and ``uniform`` (``local_weight`` 0).
 
 Level ``render`` executes the component in the sandbox and renders it server-side; ``lint``
 adds ESLint; ``screenshot`` a PNG from headless Chromium. How their verdicts enter the outcome
-(``render_weight``) and their findings the local signal: :mod:`reward_server.react.render`.
+(``render_weight``) and their findings the local signal: :mod:`botgrpo.reward_server.react.render`.
 Rendering needs the sandbox's filesystem and network layers: without them a request for it is
 refused (422, naming what is missing) unless the operator set ``BOTGRPO_RENDER_UNISOLATED=1``.
 """
@@ -31,14 +31,14 @@ from typing import Any, ClassVar, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from reward_server.composition import RecipeOptions
-from reward_server.react.extract import CodeBlock, extract_code
-from reward_server.react import render as rr
-from reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window
-from reward_server.react.spec import Spec, Violation, check_spec, declares_component
-from reward_server.references import ReactReference
-from sandbox import isolation as iso
-from sandbox.node_pool import CompileResult, IsolationConfig, NodePool
+from botgrpo.reward_server.composition import RecipeOptions
+from botgrpo.reward_server.react.extract import CodeBlock, extract_code
+from botgrpo.reward_server.react import render as rr
+from botgrpo.reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window
+from botgrpo.reward_server.react.spec import Spec, Violation, check_spec, declares_component
+from botgrpo.reward_server.references import ReactReference
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.node_pool import CompileResult, IsolationConfig, NodePool
 
 from .base import Rollout, ScoreResult, SpanScore
 
@@ -120,7 +120,7 @@ class ReactScorer:
         """The Chromium pool, started on the first screenshot."""
         with self._lock:
             if self._screenshots is None:
-                from sandbox.screenshot import ScreenshotPool
+                from botgrpo.sandbox.screenshot import ScreenshotPool
                 self._screenshots = ScreenshotPool(**self._screenshot_args)
             return self._screenshots
 

@@ -3,12 +3,12 @@ that make both reach verl's Ray actors.
 
 verl computes advantages in its ``TaskRunner`` Ray actor and rewards in ``RewardLoopWorker``
 actors, never in the user's process, so registering there is not enough. The registrations live
-in :mod:`trainer.integrations.verl_plugin`, which registers on import, and verl imports it in
+in :mod:`botgrpo.trainer.integrations.verl_plugin`, which registers on import, and verl imports it in
 every process through its documented hook ``VERL_USE_EXTERNAL_MODULES`` (read by
 ``import verl``), set in the Ray runtime environment::
 
     python -m verl.trainer.main_ppo \
-        +ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES=trainer.integrations.verl_plugin \
+        +ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES=botgrpo.trainer.integrations.verl_plugin \
         algorithm.adv_estimator=bot_grpo trainer.v1.trainer_mode=botgrpo_sync \
         reward.reward_manager.name=botgrpo \
         +reward.reward_kwargs.botgrpo.url=http://reward-server:8000 +reward.reward_kwargs.botgrpo.task=math
@@ -48,8 +48,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from trainer.advantages import ESTIMATORS, compute_advantages
-from trainer.algorithm import keyword_options
+from botgrpo.trainer.advantages import ESTIMATORS, compute_advantages
+from botgrpo.trainer.algorithm import keyword_options
 
 DEFAULT_NAME = "bot_grpo"
 NAMES = ("bot_grpo", "bot_grpo_paper")
@@ -117,7 +117,7 @@ def bot_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.T
 def register(name: str = DEFAULT_NAME, **options: Any):
     """Register the estimator ``name`` (``bot_grpo`` or ``bot_grpo_paper``) in verl's estimator
     registry in *this* process; returns the registered function. (For verl's actors use
-    :mod:`trainer.integrations.verl_plugin`.)
+    :mod:`botgrpo.trainer.integrations.verl_plugin`.)
 
     ``options`` (``eps``, ``use_reward_to_go``, ``min_std``) are bound into the function, over the
     config's. Calling again with the same name and options is a no-op (the same function object

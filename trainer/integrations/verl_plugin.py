@@ -2,7 +2,7 @@
 
 Name it in ``VERL_USE_EXTERNAL_MODULES`` (verl imports it from ``import verl`` in every process
 of the run, its TaskRunner and reward workers included) or as a reward-manager module path; see
-:mod:`trainer.integrations.verl` for the command line. Registers:
+:mod:`botgrpo.trainer.integrations.verl` for the command line. Registers:
 
 * the advantage estimators ``bot_grpo`` and ``bot_grpo_paper`` (``algorithm.adv_estimator=bot_grpo``;
   options from ``algorithm.bot_grpo``, e.g. ``+algorithm.bot_grpo.min_std=0.25``);
@@ -29,10 +29,10 @@ from verl.experimental.reward_loop.reward_manager import register as register_re
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 from verl.trainer.ppo.v1 import trainer_base
 
-from services.client import RewardClient
-from services.schemas import reward_units
-from trainer.integrations.verl import NAMES, reference_of, register, token_scores_row
-from trainer.rollout.alignment import token_spans
+from botgrpo.services.client import RewardClient
+from botgrpo.services.schemas import reward_units
+from botgrpo.trainer.integrations.verl import NAMES, reference_of, register, token_scores_row
+from botgrpo.trainer.rollout.alignment import token_spans
 
 EXTRA_KEYS = ("botgrpo_token_scores", "botgrpo_score", "botgrpo_unscored")
 

@@ -11,7 +11,7 @@ answer::
 
 Operations are applied left to right, so the expression is parenthesised where precedence
 would otherwise change the order. Subtraction never goes below zero, so every step is
-plain non-negative arithmetic. Prompt format: see :mod:`trainer.tasks.base`.
+plain non-negative arithmetic. Prompt format: see :mod:`botgrpo.trainer.tasks.base`.
 
 Corruptions: ``wrong_step`` (one step's result is off and the rest carries the error through,
 so that step is wrong and the answer too), ``wrong_answer`` (correct steps, wrong final answer).

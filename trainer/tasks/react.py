@@ -1,12 +1,12 @@
 """Synthetic React prompts with a spec, their correct components, and a warm-start corpus.
 
 A prompt names a component and what it must contain; its reference is the spec the ``react``
-scorer checks (:class:`reward_server.react.spec.Spec`)::
+scorer checks (:class:`botgrpo.reward_server.react.spec.Spec`)::
 
     Write a React component named TodoList that renders a <ul> and a <li> with text "Add".
     {"spec": {"component": "TodoList", "elements": ["ul", "li"], "text": ["Add"], "props": {}}}
 
-Prompt format: see :mod:`trainer.tasks.base` (``Task.prompt`` is the policy input verbatim:
+Prompt format: see :mod:`botgrpo.trainer.tasks.base` (``Task.prompt`` is the policy input verbatim:
 the instruction line plus ``"\\n"``). A completion is a fenced ```tsx block holding one
 function component (:mod:`.react_templates`); broken completions come from
 :mod:`.react_corruptions`.

@@ -1,6 +1,6 @@
 """A tiny OpenAI-compatible chat server over a local causal LM, for tests and offline runs.
 
-    BOTGRPO_TINY_JUDGE_MODEL=path/to/model uvicorn --factory reward_server.judge.tiny_server:app_from_env
+    BOTGRPO_TINY_JUDGE_MODEL=path/to/model uvicorn --factory tests.judge_server:app_from_env
 
 ``POST /v1/chat/completions`` and ``GET /v1/models``, like vLLM's server. The model is real
 (any local transformers checkpoint; tests build a random-init one in seconds), and so is the
@@ -182,8 +182,8 @@ def build_tiny_judge(path, *, hidden: int = 32, layers: int = 1, seed: int = 0):
     import torch
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    from botgrpo.tiny import train_tokenizer
-    from reward_server.judge import rubric
+    from botgrpo.trainer.tiny import train_tokenizer
+    from botgrpo.reward_server.judge import rubric
 
     path = Path(path)
     texts = [rubric.SYSTEM, rubric.CRITERIA, rubric.POINTWISE_SCALE, rubric.PAIRWISE_SCALE,
@@ -219,7 +219,7 @@ class TinyJudgeServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         env = {**os.environ, "BOTGRPO_TINY_JUDGE_MODEL": str(model_dir), "BOTGRPO_TINY_JUDGE_SLOW_S": str(slow_s),
                "OMP_NUM_THREADS": "1"}
-        self.process = Process([sys.executable, "-m", "uvicorn", "--factory", "reward_server.judge.tiny_server:app_from_env",
+        self.process = Process([sys.executable, "-m", "uvicorn", "--factory", "tests.judge_server:app_from_env",
                                 "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
                                env, Path(log_dir) / f"tiny-judge-{self.port}.log")
         deadline = time.monotonic() + timeout_s

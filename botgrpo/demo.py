@@ -1,9 +1,9 @@
 """The end-to-end demo: the whole system on one machine, from nothing to a trained policy.
 
 1. Synthetic React tasks (prompts with a spec) and a warm-start corpus where a good share of
-   the components do not compile (:mod:`trainer.tasks.react`).
+   the components do not compile (:mod:`botgrpo.trainer.tasks.react`).
 2. A tiny policy from scratch: a tokenizer trained on the corpus and a random-init Qwen2,
-   warmed up by a short supervised pass (:mod:`trainer.sft`).
+   warmed up by a short supervised pass (:mod:`botgrpo.trainer.sft`).
 3. The reward server, embedded (in-process queue), scoring React ``build`` plus the spec check.
 4. RL with the chosen method (BoT-GRPO by default), evaluated on held-out prompts before,
    during and after: compile rate and the rate of outputs that compile AND match their spec.
@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from trainer.tasks import react
-from trainer.tasks.base import write_jsonl
+from botgrpo.trainer.tasks import react
+from botgrpo.trainer.tasks.base import write_jsonl
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class DemoSettings:
 
 def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, str]:
     """Datasets and the warm-started policy under ``out_dir`` (reused when already built)."""
-    from trainer.sft import build_tiny_policy, sft
+    from botgrpo.trainer.sft import build_tiny_policy, sft
 
     root = Path(s.out_dir)
     warm = root / f"warm-{s.warm_key()}"
@@ -81,7 +81,7 @@ def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, st
 
 
 def train_config(s: DemoSettings, paths: dict[str, str]):
-    from trainer.config import TrainConfig
+    from botgrpo.trainer.config import TrainConfig
 
     return TrainConfig(**paths, output_dir=str(Path(s.out_dir) / s.method), task="react",
                        task_options={"level": "build", "spec_weight": s.spec_weight}, method=s.method,
@@ -93,16 +93,17 @@ def train_config(s: DemoSettings, paths: dict[str, str]):
 
 def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[Callable] = None) -> dict[str, Any]:
     """Prepare, train, evaluate; returns the summary also written to ``<out>/<method>/summary.json``."""
-    from trainer.loop import Trainer
+    from botgrpo.embedded import reward_server_for
+    from botgrpo.trainer.loop import Trainer
 
     started = time.perf_counter()
     paths = prepare(s, log)
-    cfg = train_config(s, paths)
-    trainer = Trainer(cfg)
-    try:
-        trainer.train(on_step)
-    finally:
-        trainer.close()
+    with reward_server_for(train_config(s, paths)) as cfg:
+        trainer = Trainer(cfg)
+        try:
+            trainer.train(on_step)
+        finally:
+            trainer.close()
     first, last = trainer.evals[0], trainer.evals[-1]
     summary = {"method": s.method, "steps": trainer.step, "seconds": time.perf_counter() - started,
                "compile_rate": [first["pass_rate"], last["pass_rate"]],

@@ -2,7 +2,6 @@
 
 Each component declares a pydantic model; :func:`load` fills it from the layers and reports
 every bad value at once with the layer it came from, instead of failing deep inside a run.
-The algorithm settings are the trainer's (:mod:`trainer.algorithm`), re-exported here.
 """
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from typing import Any, Mapping, Optional, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from trainer.algorithm import AlgorithmSettings  # noqa: F401  (re-exported: the CLI's algorithm settings)
 
 M = TypeVar("M", bound=BaseModel)
 ENV_PREFIX = "BOTGRPO_"

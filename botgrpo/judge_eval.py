@@ -14,8 +14,8 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Sequence
 
-from reward_server.judge.client import JudgeClient, JudgeError
-from reward_server.react.extract import extract_code
+from botgrpo.reward_server.judge.client import JudgeClient, JudgeError
+from botgrpo.reward_server.react.extract import extract_code
 
 POINTS = {"A": 1.0, "tie": 0.5, "B": 0.0}
 
@@ -101,10 +101,10 @@ def generate(model_path: str, examples, sampling, seed: int, apply_chat_template
     import torch
     from transformers import AutoTokenizer
 
-    from trainer.evaluate import EVAL_SEED
-    from trainer.precision import load_causal_lm
-    from trainer.rollout.hf import HFEngine
-    from trainer.rollout.prompts import PromptEncoder
+    from botgrpo.trainer.evaluate import EVAL_SEED
+    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.rollout.hf import HFEngine
+    from botgrpo.trainer.rollout.prompts import PromptEncoder
 
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     encoder = PromptEncoder(tokenizer, apply_chat_template)

@@ -6,8 +6,8 @@ import shutil
 import subprocess
 import tempfile
 
-from sandbox import isolation as iso
-from sandbox.launcher import NODE_DIR, build_launch, node_binary
+from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.launcher import NODE_DIR, build_launch, node_binary
 
 INSTALL_HINT = "run `npm ci --prefix sandbox/node` (needs Node.js >= 18 on PATH)"
 _REQUIRED_MODULES = ("esbuild", "typescript", "tsgo", "@types/react", "react", "react-dom", "eslint",
