@@ -11,14 +11,14 @@ PYTEST_ARGS ?=
 BENCH_VENV ?= .venv-bench
 TRL_SPEC    ?= trl==1.16.0
 
-.PHONY: demo test test-trl install bench bench-env clean
+.PHONY: demo test test-trl test-wheel install bench bench-env clean
 
 # Runtime (what the demo needs) and the test tools (schemathesis, schema validators) separately,
 # so `make demo` on a fresh clone does not wait for the test-only downloads.
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[all]'
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
@@ -53,6 +53,11 @@ bench-env: $(BENCH_VENV)/.installed
 # The TRL integration's tests, required to run (they fail rather than skip without TRL).
 test-trl: bench-env
 	BOTGRPO_REQUIRE_TRL=1 $(BENCH_VENV)/bin/python -m pytest tests/test_integration_trl.py $(PYTEST_ARGS)
+
+# The built wheel in a fresh virtualenv with no checkout on the path: installs, serves, scores
+# React and math through REST (tests/test_wheel.py; pip and npm reach their registries).
+test-wheel: $(VENV)/.installed-dev
+	BOTGRPO_REQUIRE_WHEEL=1 $(BIN)/python -m pytest tests/test_wheel.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis

@@ -40,27 +40,47 @@ COMMANDS: dict[str, Command] = {
     "score": Command("score completions from a file and show per-token heat", module="score"),
     "eval": Command("evaluate a policy: compile rate per level, pass@k", module="eval"),
     "demo": Command("the whole system on one machine: reward server, tiny policy, BoT-GRPO on React", module="demo"),
+    "setup": Command("install the sandbox's compilers from their lockfile and report what the host provides",
+                     module="setup"),
     "convert-gguf": Command("convert a GGUF file (default: the bundled SmolLM2-135M-Instruct) into a checkpoint",
                             module="convert_gguf"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+# which extra brings a third-party module (pyproject's optional-dependencies)
+EXTRA_OF = {**dict.fromkeys(("fastapi", "starlette", "uvicorn", "redis", "math_verify", "prometheus_client"), "server"),
+            **dict.fromkeys(("torch", "transformers", "matplotlib"), "train")}
+
+
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command's arguments are loaded (the others' modules,
+    and the extras they need, stay unimported: ``botgrpo serve`` works without torch)."""
     parser = argparse.ArgumentParser(prog="botgrpo", description="BoT-GRPO: token-level reward RL for LLM reasoning.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, command in COMMANDS.items():
-        command.add_arguments(sub.add_parser(name, help=command.help, description=command.help))
+        subparser = sub.add_parser(name, help=command.help, description=command.help)
+        if only is None or name == only:
+            command.add_arguments(subparser)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from botgrpo.services.settings import SettingsError
 
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
     try:
+        args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)
         return COMMANDS[args.command].run(args)
     except SettingsError as exc:  # bad configuration: a message, not a traceback
-        print(f"botgrpo {args.command}: {exc}", file=sys.stderr)
+        print(f"botgrpo {chosen}: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # an extra this install lacks: say which
+        extra = EXTRA_OF.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"botgrpo {chosen}: needs the [{extra}] extra (no module {exc.name!r}): "
+              f"pip install 'botgrpo[{extra}]' (or 'botgrpo[all]')", file=sys.stderr)
         return 2
 
 

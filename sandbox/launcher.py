@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.toolchain import node_dir
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = node_dir()  # the checkout's sandbox/node, or a cache folder for an installed wheel
 WORKER_SCRIPT = NODE_DIR / "worker.mjs"
 # V8 stack for the TS parser on deeply nested JSX; safe under the 8 MiB RLIMIT_STACK set below.
 NODE_STACK_KB = 3000

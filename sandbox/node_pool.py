@@ -30,7 +30,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from botgrpo.sandbox import isolation as iso
 from botgrpo.sandbox.dispatcher import Job, PoolStats, WorkerSlot
 from botgrpo.sandbox.results import CompileResult, Diagnostic, RenderResult, failure
+from botgrpo.sandbox.launcher import NODE_DIR
 from botgrpo.sandbox.scratch import sweep_stale
+from botgrpo.sandbox.toolchain import ensure
 
 __all__ = ["NodePool", "CompileResult", "Diagnostic", "RenderResult", "LEVELS", "IsolationConfig"]
 
@@ -104,6 +106,7 @@ class NodePool:
             if self._slots:
                 return self
             layers = iso.resolve_layers(self.isolation)
+            ensure(NODE_DIR)  # npm dependencies from the lockfile, installed on first use
             sweep_stale()  # scratch dirs of killed servers
             slots = [
                 WorkerSlot(f"node-{i}", self._jobs, layers, self.isolation, self.timeout_s,

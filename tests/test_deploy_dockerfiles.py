@@ -126,7 +126,7 @@ def test_server_image_is_a_health_checked_service():
 def test_trainer_image_starts_the_cli():
     kinds = {ins["instruction"]: ins["value"] for ins in instructions(REPO / "deploy" / "Dockerfile.trainer")}
     assert kinds["ENTRYPOINT"] == '["botgrpo"]'
-    assert '".[vllm]"' in " ".join(runs(REPO / "deploy" / "Dockerfile.trainer"))
+    assert '".[train,vllm]"' in " ".join(runs(REPO / "deploy" / "Dockerfile.trainer"))
 
 
 def test_rules_catch_violations(tmp_path):
