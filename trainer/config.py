@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from botgrpo.trainer.algorithm import FIELDS as ALGORITHM_FIELDS
 from botgrpo.trainer.algorithm import AlgorithmSettings, resolve
@@ -16,7 +16,7 @@ from botgrpo.trainer.presets import PRESETS, preset
 from botgrpo.trainer.rollout.base import SamplingParams
 
 
-class TrainConfig(BaseModel):
+class _TrainSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # what to train, on what
@@ -39,20 +39,8 @@ class TrainConfig(BaseModel):
     reward_url: Optional[str] = Field(None, description="reward server URL; unset: an embedded server in-process")
     reward_api_key: Optional[str] = Field(None, description="bearer key for the reward server")
 
-    # the update rule: a preset and any overrides of its fields
+    # the update rule: a preset (its fields overridable one by one: generated below)
     method: str = Field("bot_grpo", description=f"preset, one of {', '.join(PRESETS)}")
-    estimator: Optional[str] = Field(None, description="override the preset's advantage estimator")
-    estimator_options: Optional[dict[str, Any]] = Field(None, description="override the estimator's options")
-    policy_loss: Optional[str] = Field(None, description="override the preset's policy loss")
-    eps_low: Optional[float] = Field(None, description="override the lower clip range")
-    eps_high: Optional[float] = Field(None, description="override the upper clip range")
-    aggregation: Optional[str] = Field(None, description="override the loss aggregation")
-    kl_estimator: Optional[str] = Field(None, description="override the KL estimator")
-    kl_coef: Optional[float] = Field(None, description="override the KL weight (> 0 loads a reference model)")
-    dynamic_sampling: Optional[bool] = Field(None, description="override: drop zero-variance groups (dapo: on)")
-    overlong_buffer: Optional[float] = Field(None, ge=0, le=1, description="override the soft overlong penalty "
-                                             "zone, a share of max_new_tokens (dapo: 0.25)")
-    overlong_penalty: Optional[float] = Field(None, ge=0, description="override the penalty at max_new_tokens")
 
     # sampling and batch
     engine: Literal["hf", "vllm"] = Field("hf", description="rollout engine: transformers (any device) or vLLM (GPU, extra [vllm])")
@@ -101,7 +89,7 @@ class TrainConfig(BaseModel):
     progress: bool = Field(True, description="show a progress bar")
 
     @model_validator(mode="after")
-    def _method_resolves(self) -> "TrainConfig":
+    def _method_resolves(self) -> "_TrainSettings":
         self.algorithm()  # an unknown preset or a bad combination fails here, before anything loads
         return self
 
@@ -119,3 +107,15 @@ class TrainConfig(BaseModel):
             return self.bf16
         import torch
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def _overrides() -> dict[str, Any]:
+    """Every :class:`AlgorithmSettings` field as an optional override of the preset's value
+    (None: the preset's), generated so that the two never drift apart; their bounds are checked
+    when the preset and the overrides resolve (``_method_resolves``)."""
+    return {name: (Optional[field.annotation], Field(None, description=f"override the preset's {field.description}"))
+            for name, field in AlgorithmSettings.model_fields.items()}
+
+
+TrainConfig = create_model("TrainConfig", __base__=_TrainSettings, __module__=__name__,
+                           __doc__="``botgrpo train``'s settings (module docstring).", **_overrides())
