@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from botgrpo.reward_server.scorers import SCORERS, create_scorer, scorer_class
+from botgrpo.reward_server.scorers import REQUIRES, SCORERS, scorer_class
 from botgrpo.reward_server.composition import clip_outcome, compose, wire_map
 from botgrpo.reward_server.references import reference_problems
 from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
@@ -44,31 +44,24 @@ class ScoringService:
     def scorer(self, task: str):
         with self._lock:
             if task not in self._scorers:
-                self._scorers[task] = create_scorer(task, **self._scorer_kwargs(task))
+                self._scorers[task] = self._create(task)
             return self._scorers[task]
 
-    def _scorer_kwargs(self, task: str) -> dict[str, Any]:
-        s = self.settings
-        if task in ("react", "judge"):  # the judge scorer starts from a react scorer of its own
-            from botgrpo.sandbox.isolation import IsolationConfig
-            return {"allow": s.react_allow, "pool_size": s.react_pool_size, "timeout_s": s.compile_timeout_s,
-                    "isolation": IsolationConfig(require=frozenset(s.sandbox_require))}
-        if task == "model":
-            return {"path": s.model_path, "max_batch": s.model_max_batch, "device": s.model_device}
-        return {}
+    def _create(self, task: str):
+        """A scorer reads its own settings (``from_settings``); one without takes none."""
+        cls = scorer_class(task)
+        return cls.from_settings(self.settings) if hasattr(cls, "from_settings") else cls()
 
     def tasks(self) -> list[str]:
-        """The tasks this server scores: the model task only when a checkpoint is configured."""
-        return sorted(t for t in SCORERS if t != "model" or self.settings.model_path)
+        """The tasks this server scores: those whose required setting (``REQUIRES``) is set."""
+        return sorted(t for t in SCORERS if t not in REQUIRES or getattr(self.settings, REQUIRES[t]))
 
     def warm_up(self) -> None:
-        """Start every scorer's pools now, so the first request does not pay for them."""
-        react = self.scorer("react")
-        react.pool  # noqa: B018 - starting the Node pool is the point
-        self.scorer("math").score_batch([Rollout("1 + 1 = 2, \\boxed{2}", reference={"answer": "sqrt(4)"})],
-                                        scorer_class("math").Options())
-        if "model" in self.tasks():
-            self.scorer("model")
+        """Start the scorers that have something to start (``warm_up``), so the first request
+        does not pay for it."""
+        for task in self.tasks():
+            if hasattr(scorer_class(task), "warm_up"):
+                self.scorer(task).warm_up()
 
     def healthy(self) -> dict[str, bool]:
         return {task: getattr(scorer, "healthy", lambda: True)() for task, scorer in self._scorers.items()}

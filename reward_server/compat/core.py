@@ -24,7 +24,7 @@ import math
 import re
 import uuid
 from contextlib import aclosing
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
@@ -39,7 +39,6 @@ RESERVED = frozenset({"options", "eos"})  # query parameters that are not scorer
 EOS_TEXTS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<end_of_turn>", "<eos>",
              "<|end|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-SPEC_TASKS = frozenset({"react", "judge"})
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -127,39 +126,48 @@ def query_options(http: Request, reserved: frozenset[str] = RESERVED) -> dict[st
     return options
 
 
-def reference_for(task: str, label: Any, where: str) -> Optional[dict[str, Any]]:
-    """The ``reference`` a peer's ``label`` stands for (``where`` names the label in errors).
+def _answer_label(label: Any, where: str) -> dict[str, Any]:
+    """``math``: the reference answer, a string or a number (``"\\frac{1}{2}"``, ``42``), or an
+    object that holds it as ``answer``; an empty label is a 422 (the math scorer needs one)."""
+    if isinstance(label, dict):
+        return label
+    if isinstance(label, int) and not isinstance(label, bool):
+        return {"answer": str(label)}
+    if isinstance(label, float) and math.isfinite(label):
+        return {"answer": repr(label)}
+    if isinstance(label, str) and label.strip():
+        return {"answer": label}
+    raise RequestRejected(422, f"{where}: task 'math' needs the reference answer as the label "
+                               f"(a non-empty string or a number), got {_show(label)}")
 
-    * ``math``: the reference answer, a string or a number (``"\\frac{1}{2}"``, ``42``), or an
-      object that holds it as ``answer``; an empty label is a 422 (the math scorer needs one).
-    * ``react`` / ``judge``: the spec, as a JSON object (or a string holding one), or a
-      component name (``"TodoList"``: the spec ``{"component": "TodoList"}``); an empty label
-      is no spec (compile verdict only). A malformed spec is a 422 naming the label.
-    * any other task (``model``): the label is not used; the scorer reads no reference.
-    """
-    if task == "math":
-        if isinstance(label, dict):
-            return label
-        if isinstance(label, int) and not isinstance(label, bool):
-            return {"answer": str(label)}
-        if isinstance(label, float) and math.isfinite(label):
-            return {"answer": repr(label)}
-        if isinstance(label, str) and label.strip():
-            return {"answer": label}
-        raise RequestRejected(422, f"{where}: task 'math' needs the reference answer as the label "
-                                   f"(a non-empty string or a number), got {_show(label)}")
-    if task in SPEC_TASKS:
-        spec = _spec_label(label, where)
-        if spec is None:
-            return None
-        try:
-            Spec.model_validate(spec)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors())
-            raise RequestRejected(422, f"{where}: not a valid spec ({problems}); valid keys: "
-                                       f"{sorted(Spec.model_fields)}") from None
-        return {"spec": spec}
-    return None
+
+def _spec_reference(label: Any, where: str) -> Optional[dict[str, Any]]:
+    """``react`` / ``judge``: the spec, as a JSON object (or a string holding one), or a component
+    name (``"TodoList"``: the spec ``{"component": "TodoList"}``); an empty label is no spec
+    (compile verdict only). A malformed spec is a 422 naming the label."""
+    spec = _spec_label(label, where)
+    if spec is None:
+        return None
+    try:
+        Spec.model_validate(spec)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors())
+        raise RequestRejected(422, f"{where}: not a valid spec ({problems}); valid keys: "
+                                   f"{sorted(Spec.model_fields)}") from None
+    return {"spec": spec}
+
+
+# task -> how a peer's label becomes its reference; a task not here (``model``) reads none
+LABEL_READERS: dict[str, Callable[[Any, str], Optional[dict[str, Any]]]] = {
+    "math": _answer_label, "react": _spec_reference, "judge": _spec_reference,
+}
+
+
+def reference_for(task: str, label: Any, where: str) -> Optional[dict[str, Any]]:
+    """The ``reference`` a peer's ``label`` stands for (``where`` names the label in errors),
+    read by the task's entry in :data:`LABEL_READERS`."""
+    reader = LABEL_READERS.get(task)
+    return reader(label, where) if reader is not None else None
 
 
 def _spec_label(label: Any, where: str) -> Optional[dict[str, Any]]:

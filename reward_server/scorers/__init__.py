@@ -19,6 +19,8 @@ SCORERS: dict[str, str] = {
     "math": "botgrpo.reward_server.scorers.math:MathScorer",
     "model": "botgrpo.reward_server.scorers.model:ModelScorer",
 }
+# a task served only where the server setting named here is set (told without importing it)
+REQUIRES: dict[str, str] = {"model": "model_path"}
 OPTIONAL_SCORERS: dict[str, str] = {
     "judge": "botgrpo.reward_server.scorers.judge:JudgeScorer",
 }

@@ -86,6 +86,11 @@ class JudgeScorer:
         self._client: Optional[JudgeClient] = None
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_settings(cls, settings: Any) -> "JudgeScorer":
+        """A judge over a react scorer of its own, configured like the server's ``react``."""
+        return cls(**ReactScorer.settings_kwargs(settings))
+
     @property
     def client(self) -> JudgeClient:
         with self._lock:

@@ -85,6 +85,10 @@ class MathScorer:
     def __init__(self, pool: ProcessPool | None = None) -> None:
         self._pool = pool
 
+    def warm_up(self) -> None:
+        """Load the symbolic layer (sympy, math-verify) and start the pool with one answer."""
+        self.score_batch([Rollout("1 + 1 = 2, \\boxed{2}", reference={"answer": "sqrt(4)"})], MathOptions())
+
     def score_batch(self, rollouts: Sequence[Rollout], options: BaseModel) -> list[ScoreResult]:
         options = options if isinstance(options, MathOptions) else MathOptions.model_validate(options)
         prejudged = [_prejudge(r, options.check_steps, options.extraction) for r in rollouts]

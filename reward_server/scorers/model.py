@@ -21,7 +21,7 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import Future
-from typing import ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 import torch
 from pydantic import BaseModel, ConfigDict
@@ -83,6 +83,13 @@ class ModelScorer:
 
     name: ClassVar[str] = "model"
     Options: ClassVar[type[BaseModel]] = ModelOptions
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "ModelScorer":
+        return cls(settings.model_path, max_batch=settings.model_max_batch, device=settings.model_device)
+
+    def warm_up(self) -> None:
+        """Loading the checkpoint (in the constructor) is the warm-up."""
 
     def __init__(self, path: Optional[str] = None, *, max_batch: int = 32, max_wait_ms: float = 5.0,
                  device: str = "cpu"):

@@ -108,6 +108,20 @@ class ReactScorer:
         self._screenshots = screenshots
         self._screenshot_args = dict(size=screenshot_pool_size, isolation=isolation)
 
+    @staticmethod
+    def settings_kwargs(settings: Any) -> dict[str, Any]:
+        """The constructor's arguments from the server's settings (``ServerSettings``)."""
+        return {"allow": settings.react_allow, "pool_size": settings.react_pool_size,
+                "timeout_s": settings.compile_timeout_s,
+                "isolation": IsolationConfig(require=frozenset(settings.sandbox_require))}
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "ReactScorer":
+        return cls(**cls.settings_kwargs(settings))
+
+    def warm_up(self) -> None:
+        self.pool  # noqa: B018 - starting the Node pool is the point
+
     @property
     def pool(self) -> NodePool:
         with self._lock:
