@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         return eval_judge.run(args)
     if max(args.k) > args.samples:
         raise SystemExit(f"botgrpo eval: pass@{max(args.k)} needs --samples >= {max(args.k)}")
-    levels = args.levels or (["syntax", "build", "typecheck"] if args.task == "react" else [None])
+    from botgrpo.reward_server.scorers import scorer_class
+    levels = args.levels or list(getattr(scorer_class(args.task), "eval_levels", (None,)))  # the scorer's own
     examples = load_examples(args.dataset, args.prompt_column, args.reference_column)[: args.prompts]
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     encoder = PromptEncoder(tokenizer, args.apply_chat_template)

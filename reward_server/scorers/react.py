@@ -96,6 +96,7 @@ class ReactScorer:
     name: ClassVar[str] = "react"
     Options: ClassVar[type[BaseModel]] = ReactOptions
     Reference: ClassVar[type[BaseModel]] = ReactReference  # checked at request time (reward_server.references)
+    eval_levels: ClassVar[tuple[str, ...]] = ("syntax", "build", "typecheck")  # `botgrpo eval`'s default
 
     def __init__(self, pool: Optional[NodePool] = None, *, allow: Sequence[str] = (), pool_size: int = 2,
                  timeout_s: float = 5.0, isolation: Optional[IsolationConfig] = None, render_unisolated: bool = False,
