@@ -96,6 +96,7 @@ class Setting:
     options: dict[str, Any]
     max_new_tokens: int
     ablations: tuple[tuple[str, str, dict, dict], ...]   # (label, method, options, config)
+    scorer: Optional[str] = None   # the reward server's task, where it is not the setting's name
 
 
 def react_setup(root: Path, budget: Budget) -> dict[str, str]:
@@ -165,6 +166,18 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+# Settings that other study modules add to SETTINGS when imported (not rows of this study): a
+# spawned worker process imports the module to find them.
+PLUGINS = {"chain": "benchmarks.chain_study"}
+
+
+def setting_for(task: str) -> Setting:
+    if task not in SETTINGS and task in PLUGINS:
+        import importlib
+        importlib.import_module(PLUGINS[task])
+    return SETTINGS[task]
+
+
 def plan(tasks: list[str], methods: list[str], budget: Budget) -> list[Run]:
     runs = [Run(task, method, method, seed) for task in tasks for method in methods for seed in range(budget.seeds)]
     if budget.ablations:
@@ -185,8 +198,8 @@ def train_one(run: Run, paths: dict[str, str], warm_start: str, out: Path, budge
     from botgrpo.trainer.loop import Trainer
 
     torch.set_num_threads(threads)
-    setting = SETTINGS[run.task]
-    values = dict(paths, output_dir=str(out.with_suffix("")), task=run.task,
+    setting = setting_for(run.task)
+    values = dict(paths, output_dir=str(out.with_suffix("")), task=setting.scorer or run.task,
                   task_options={**setting.options, **run.options}, method=run.method, seed=run.seed,
                   steps=budget.steps, eval_every=budget.eval_every, eval_prompts=budget.eval_prompts,
                   group_size=4, prompts_per_step=8, lr=LR, micro_batch_size=32,

@@ -12,10 +12,22 @@ outcome) on:
 Correct and uncheckable steps and the prose around them carry no local signal (``l = 0``):
 they earn exactly the outcome, +1 or -1. A step is "wrong" when the exact check of
 :mod:`.steps` says so; the answer's correctness is the outcome's business, not the local one's.
+
+Registry :data:`LOCAL_SIGNALS`, chosen by the math scorer's ``local`` option:
+
+``steps`` (default)
+    The above (:func:`step_blame`), from the steps' own arithmetic.
+``oracle``
+    The step-chain study's upper bound (:func:`oracle_blame`): exactly the first line that
+    differs from the reference's ``chain`` of correct step lines. Falls back to ``steps`` for a
+    reference without a ``chain`` (a list of strings).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 from botgrpo.reward_server.scorers.base import SpanScore
 
@@ -32,3 +44,63 @@ def step_blame(steps: Iterable[Step], length: int, error_propagation: bool = Tru
     if error_propagation:
         return [SpanScore(wrong[0].start, length, BLAME)]
     return [SpanScore(step.start, step.end, BLAME) for step in wrong]
+
+
+def oracle_blame(completion: str, chain: Sequence[str]) -> list[SpanScore]:
+    """The exact first wrong step of a step-chain completion (``botgrpo.trainer.tasks.chain``):
+    ``l = -1`` on the first line of ``completion`` that differs (spaces ignored) from the
+    reference's ``chain`` of correct step lines, and nowhere else. When every step line is right
+    the blame is on what follows them (a wrong or missing answer), unless that is exactly
+    ``The answer is \\boxed{<last value>}.``; a completion shorter than the chain is blamed on its
+    last line (where it stopped). Unlike :func:`step_blame` it sees mistakes whose arithmetic is
+    right (a digit or operator other than the prompt's) and blames no later line."""
+    lines, offsets, position = completion.split("\n"), [], 0
+    for line in lines:
+        offsets.append((position, position + len(line)))
+        position += len(line) + 1
+    for index, expected in enumerate(chain):
+        if index >= len(lines):  # stopped early: its last line is where it broke off
+            start, end = offsets[-1]
+            return [SpanScore(start, end, BLAME)]
+        if _squash(lines[index]) != _squash(expected):
+            start, end = offsets[index]
+            return [SpanScore(start, max(end, start + 1), BLAME)]
+    final = expected_answer_line(chain)
+    start = offsets[len(chain)][0] if len(chain) < len(lines) else len(completion)
+    if _squash(completion[start:]) == _squash(final):
+        return []
+    return [SpanScore(min(start, max(len(completion) - 1, 0)), len(completion), BLAME)] if completion else []
+
+
+def expected_answer_line(chain: Sequence[str]) -> str:
+    """The answer line that ends a correct chain: the last step's value, boxed."""
+    last = chain[-1].rsplit("=", 1)[1].strip() if chain else ""
+    return f"The answer is \\boxed{{{last}}}."
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+@dataclass(frozen=True)
+class BlameInput:
+    """What a local signal may read about one judged rollout."""
+
+    steps: tuple[Step, ...]
+    completion: str
+    reference: Mapping[str, Any]
+    error_propagation: bool = True
+
+
+def _steps_signal(case: BlameInput) -> list[SpanScore]:
+    return step_blame(case.steps, len(case.completion), case.error_propagation)
+
+
+def _oracle_signal(case: BlameInput) -> list[SpanScore]:
+    chain = case.reference.get("chain")
+    if isinstance(chain, list) and chain and all(isinstance(line, str) for line in chain):
+        return oracle_blame(case.completion, chain)
+    return _steps_signal(case)
+
+
+LOCAL_SIGNALS: dict[str, Callable[[BlameInput], list[SpanScore]]] = {"steps": _steps_signal, "oracle": _oracle_signal}

@@ -18,8 +18,10 @@ Result:
 * ``details``: ``answer``, ``answer_span`` ``[start, end)``, ``method`` (how it was extracted),
   ``reason`` (why the verdict), ``steps`` ``[{start, end, ok, text}]`` (``ok`` ``None`` =
   uncheckable);
-* ``local``: the local signal of :mod:`botgrpo.reward_server.math.blame`: -1 from the first wrong
-  step on (``error_propagation``, default) or on each wrong step, -1 everywhere when no answer
+* ``local``: the local signal of :mod:`botgrpo.reward_server.math.blame` (option ``local``,
+  registry ``LOCAL_SIGNALS``): ``steps`` (default) -1 from the first wrong step on
+  (``error_propagation``, default) or on each wrong step; ``oracle`` -1 on exactly the first line
+  that differs from ``reference["chain"]`` (the step-chain task); -1 everywhere when no answer
   is found; the composition layer weighs it against the outcome.
 
 Deterministic: the same rollout and options always give the same result (a symbolic
@@ -35,10 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from botgrpo.reward_server.composition import RecipeOptions
-from botgrpo.reward_server.math.blame import BLAME, step_blame
+from botgrpo.reward_server.math.blame import BLAME, LOCAL_SIGNALS, BlameInput
 from botgrpo.reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
 from botgrpo.reward_server.math.extract import Extraction, extract_answer
 from botgrpo.reward_server.math.statements import context_reason, reference_parts
@@ -63,6 +65,15 @@ class MathOptions(RecipeOptions):
                                                       "not only the wrong steps")
     timeout_s: float = Field(5.0, gt=0, le=10, description="deadline of one symbolic comparison (at most 10 s: a "
                              "worker is held that long by each answer that needs it)")
+    local: str = Field("steps", description=f"local signal, one of {sorted(LOCAL_SIGNALS)}: 'steps' (the steps' own "
+                       "arithmetic) or 'oracle' (the first line that differs from reference['chain'])")
+
+    @field_validator("local")
+    @classmethod
+    def _known_signal(cls, name: str) -> str:
+        if name not in LOCAL_SIGNALS:
+            raise ValueError(f"unknown local signal {name!r}; choose one of {sorted(LOCAL_SIGNALS)}")
+        return name
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,7 @@ class MathScorer:
         options = options if isinstance(options, MathOptions) else MathOptions.model_validate(options)
         prejudged = [_prejudge(r, options.check_steps, options.extraction) for r in rollouts]
         verdicts = self._settle(prejudged, options.timeout_s)
-        return [_result(r, p, v, options.error_propagation)
+        return [_result(r, p, v, options.error_propagation, options.local)
                 for r, p, v in zip(rollouts, prejudged, verdicts, strict=True)]
 
     def _settle(self, prejudged: list[_Prejudged], timeout_s: float) -> list[Verdict | None]:
@@ -143,7 +154,7 @@ def _symbolic_verdict(outcome: TaskOutcome) -> Verdict:
 
 
 def _result(rollout: Rollout, prejudged: _Prejudged, verdict: Verdict | None,
-            error_propagation: bool) -> ScoreResult:
+            error_propagation: bool, signal: str = "steps") -> ScoreResult:
     details: dict[str, Any] = {
         "answer": None,
         "answer_span": None,
@@ -165,7 +176,8 @@ def _result(rollout: Rollout, prejudged: _Prejudged, verdict: Verdict | None,
         answer=answer.text, answer_span=[answer.start, answer.end], method=answer.method,
         reason=verdict.reason,
     )
-    local = step_blame(prejudged.steps, len(rollout.completion), error_propagation)
+    local = LOCAL_SIGNALS[signal](BlameInput(prejudged.steps, rollout.completion, rollout.reference or {},
+                                             error_propagation))
     return ScoreResult(score=1.0 if correct else -1.0, passed=correct, local=local, details=details)
 
 

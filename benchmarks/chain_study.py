@@ -1,0 +1,169 @@
+"""Can token credit pay at all? The step-chain study, with a positive control (issue 22).
+
+    python -m benchmarks.chain_study --warm-only                    # build the warm start, print its accuracy
+    python -m benchmarks.chain_study --pilot --rows grpo            # pilot seeds (100+), never the study's
+    python -m benchmarks.chain_study --rows grpo 'bot_grpo oracle' 'bot_grpo w_s=0.0'   # the positive control
+    python -m benchmarks.chain_study                                 # every row on the study seeds
+    python -m benchmarks.chain_study --report                        # tables from finished runs
+
+Task: :mod:`botgrpo.trainer.tasks.chain` (8-12 running-arithmetic steps, first wrong step known
+exactly), scored by the ``math`` scorer: outcome = the boxed answer equals the chain's value
+(held-out pass rate = whole-chain success), local signal ``steps`` (the real one: first locally
+wrong step onwards) or ``oracle`` (exactly the first line that differs from the reference chain).
+The warm start is trained on worked chains of which a share carry one mistake, so it is right on
+most steps but few whole chains. The protocol (rows, metric, threshold, budget, seeds, test) is
+``docs/results/chain/protocol.md``, committed before the study's runs; this module only runs it.
+Machinery (resumable runs, warm-start fingerprints, tables, exact paired tests) is
+:mod:`benchmarks.convergence`'s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+from benchmarks import convergence as conv
+from botgrpo.trainer.tasks import chain
+from botgrpo.trainer.tasks.base import write_jsonl
+
+# The warm start (set on the pilots, see protocol.md): corpus share with one mistake, SFT steps.
+BROKEN_SHARE = 0.75
+WARM_STEPS = 1500
+CORPUS = 6000
+MAX_NEW_TOKENS = 160
+PILOT_SEEDS = tuple(range(100, 110))
+STUDY_SEEDS = tuple(range(10))
+# RL settings fixed on the pilots (protocol.md): every row uses them
+RL = {"group_size": 8, "prompts_per_step": 4, "lr": 1e-3}
+
+BUDGET = conv.Budget(seeds=len(STUDY_SEEDS), steps=30, eval_every=5, eval_prompts=128,
+                     threshold={"chain": 0.5}, sft_steps=0, arith_sft_steps=WARM_STEPS)
+
+ROWS: tuple[tuple[str, str, dict, dict], ...] = (   # (label, method, scorer options, config); control first
+    ("grpo", "grpo", {}, {}),
+    ("bot_grpo oracle", "bot_grpo", {"local": "oracle"}, {}),
+    ("bot_grpo w_s=0.0", "bot_grpo", {"local_weight": 0.0}, {}),
+    ("bot_grpo", "bot_grpo", {}, {}),
+    ("grpo token-mean", "grpo_token_mean", {}, {}),
+    ("bot_grpo_paper", "bot_grpo_paper", {}, {}),
+    ("pure", "pure", {}, {}),
+)
+
+
+def chain_setup(root: Path, budget: conv.Budget) -> dict[str, str]:
+    """Train and held-out chain prompts and the tiny warm-started policy (shared by every run)."""
+    from botgrpo.trainer.sft import build_tiny_policy, sft
+
+    warm = root / "chain" / f"warm-{WARM_STEPS}-b{BROKEN_SHARE}"
+    paths = {"model": str(warm / "model"), "dataset": str(root / "chain" / "train.jsonl"),
+             "eval_dataset": str(root / "chain" / "eval.jsonl")}
+    write_jsonl(paths["dataset"], chain.make_prompts(2000, 1))
+    write_jsonl(paths["eval_dataset"], chain.make_prompts(budget.eval_prompts, 2))
+    if not (warm / "done.json").exists():
+        pairs = chain.make_sft_corpus(CORPUS, 0, broken_share=BROKEN_SHARE)
+        build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=0, vocab_size=400)
+        metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0)
+        (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
+    return paths
+
+
+conv.SETTINGS["chain"] = conv.Setting(chain_setup, {"local": "steps"}, MAX_NEW_TOKENS, (), scorer="math")
+
+
+def warm_profile(model_dir: str, tasks, samples: int = 4, seed: int = 0) -> dict:
+    """The warm start's held-out profile at temperature 1 (as the trainer samples): whole-chain
+    success, per-step accuracy (steps up to and including the first wrong one), the share of
+    failures with exactly one line off the chain, and the share of groups of ``samples`` that
+    fail entirely."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    ok = steps_right = steps_seen = one_off = failed = all_fail = 0
+    for task in tasks:
+        ids = tokenizer(task.prompt, return_tensors="pt").input_ids.repeat(samples, 1)
+        with torch.no_grad():
+            out = model.generate(ids, do_sample=True, temperature=1.0, top_p=1.0, max_new_tokens=MAX_NEW_TOKENS,
+                                 pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+        group_ok = 0
+        for row in out[:, ids.shape[1]:]:
+            text = tokenizer.decode(row, skip_special_tokens=True)
+            reference = task.reference["chain"]
+            first = chain.first_wrong_step(reference, text)
+            lines = [chain._squash(x) for x in text.split("\n")]
+            wrong = sum(i >= len(lines) or lines[i] != chain._squash(r) for i, r in enumerate(reference))
+            if first is None:
+                ok += 1
+                group_ok += 1
+            else:
+                failed += 1
+                one_off += wrong <= 1
+            seen = len(reference) if first is None else min(first + 1, len(reference))
+            steps_seen += seen
+            steps_right += seen - (first is not None and first < len(reference))
+        all_fail += group_ok == 0
+    n = len(tasks) * samples
+    return {"chain_success": ok / n, "step_accuracy": steps_right / max(steps_seen, 1),
+            "failures_one_line_off": one_off / max(failed, 1), "groups_all_fail": all_fail / len(tasks),
+            "samples": n, "group_size": samples}
+
+
+def plan(rows: list[str], seeds: tuple[int, ...]) -> list[conv.Run]:
+    known = {label: (method, options, config) for label, method, options, config in ROWS}
+    unknown = set(rows) - set(known)
+    if unknown:
+        raise SystemExit(f"--rows: no such row {sorted(unknown)}; rows: {list(known)}")
+    return [conv.Run("chain", label, known[label][0], seed, known[label][1], {**RL, **known[label][2]})
+            for label in rows for seed in seeds]
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, default=None, help="default: runs/chain/pilot or docs/results/chain")
+    p.add_argument("--pilot", action="store_true", help=f"pilot seeds {PILOT_SEEDS[0]}-{PILOT_SEEDS[-1]} (never the study's)")
+    p.add_argument("--pilot-seeds", type=int, default=2, help="how many pilot seeds")
+    p.add_argument("--rows", nargs="+", default=[label for label, *_ in ROWS])
+    p.add_argument("--steps", type=int, default=None, help="pilots only: another budget")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", help="pilots only: RL settings, e.g. lr=3e-3")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--warm-only", action="store_true", help="build the warm start and print its held-out accuracy")
+    p.add_argument("--report", action="store_true")
+    args = p.parse_args(argv)
+    out = args.out or (Path("runs/chain/pilot") if args.pilot else Path("docs/results/chain"))
+    budget = BUDGET if args.steps is None else replace(BUDGET, steps=args.steps)
+    if (args.steps is not None or args.set) and not args.pilot:
+        p.error("--steps and --set change the pre-registered protocol: pilots only")
+    overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    RL.update(overrides)
+    command = shlex.join(["python", "-m", "benchmarks.chain_study", *(sys.argv[1:] if argv is None else argv)])
+    started = time.perf_counter()
+    if args.warm_only:
+        import torch
+        from botgrpo.trainer.tasks.base import read_jsonl
+
+        torch.set_num_threads(args.threads)
+        paths = chain_setup(out, budget)
+        profile = warm_profile(paths["model"], read_jsonl(paths["eval_dataset"]), samples=RL["group_size"])
+        record = {"command": command, "model": paths["model"], "fingerprint": conv.fingerprint(paths["model"]),
+                  "broken_share": BROKEN_SHARE, "sft_steps": WARM_STEPS, **profile}
+        (Path(paths["model"]).parent / "profile.json").write_text(json.dumps(record, indent=1))
+        print(json.dumps(record, indent=1))
+        return
+    if not args.report:
+        seeds = PILOT_SEEDS[:args.pilot_seeds] if args.pilot else STUDY_SEEDS
+        conv.run_study(plan(args.rows, seeds), out, replace(budget, seeds=len(seeds)), 1, args.threads)
+    else:
+        budget, command = conv.recorded(out, budget, command)
+    print(conv.write_report(out, budget, command))
+    print(f"\nwall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
