@@ -9,8 +9,8 @@ scored by the ``math`` scorer against ``reference={"answer": "42"}``. Unlike :mo
 meant to become a single user message under the model's chat template (``apply_chat_template:
 true``), and the model answers as it likes. SmolLM2-135M-Instruct answers 5.5% of 128 held-out
 ``a + b`` (``a, b`` in 1..30) right in a ``\\boxed{}`` at temperature 0.7 within 64 tokens
-(benchmarks/smollm2_rl.py), and about a third with a correct number somewhere: the format is what
-it first has to learn, and groups are mixed.
+(benchmarks/smollm2_rl.py): few groups are mixed at first, and the boxed format is part of what
+RL teaches it.
 
 Operands: ``a, b`` uniform in ``1..max_operand``; ``-`` puts the larger first (never negative);
 ``*`` draws ``b`` from 2..9. Pure and seeded: the same ``(n, seed, options)`` give the same tasks.
