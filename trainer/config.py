@@ -36,7 +36,7 @@ class _TrainSettings(BaseModel):
     # rewards
     task: str = Field("react", description="reward server task")
     task_options: dict[str, Any] = Field(default_factory=dict, description="scorer options, e.g. {level: build}")
-    reward_url: Optional[str] = Field(None, description="reward server URL; unset: an embedded server in-process")
+    reward_url: Optional[str] = Field(None, description="reward server URL; unset: `botgrpo train` serves one in-process (botgrpo.embedded)")
     reward_api_key: Optional[str] = Field(None, description="bearer key for the reward server")
 
     # the update rule: a preset (its fields overridable one by one: generated below)
