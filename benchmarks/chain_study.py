@@ -51,6 +51,10 @@ ROWS: tuple[tuple[str, str, dict, dict], ...] = (   # (label, method, scorer opt
     ("bot_grpo", "bot_grpo", {}, {}),
     ("grpo token-mean", "grpo_token_mean", {}, {}),
     ("bot_grpo_paper", "bot_grpo_paper", {}, {}),
+    # the outcome normalised as GRPO does, the local term in its own bag (PASS-style)
+    ("decoupled", "decoupled", {}, {}),
+    # PRIME's baseline: the bag's leave-one-out mean without the std (ablates BoT-GRPO's std)
+    ("prime", "prime", {}, {}),
     ("pure", "pure", {}, {}),
 )
 

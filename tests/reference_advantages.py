@@ -112,6 +112,43 @@ def naive_pure(r, mask, group_ids, seq_rewards=None, temperature=0.1):
     return out
 
 
+def naive_prime(r, mask, group_ids, seq_rewards=None, leave_one_out=True):
+    result = {}
+    for rows in _rows(mask, group_ids).values():
+        means = {i: sum(v) / len(v) for i in rows if (v := _tokens(r, mask, i))}
+        n = len(means)
+        for i, m_i in means.items():
+            if leave_one_out:
+                if n < 2:
+                    result[i] = [0.0] * len(_tokens(r, mask, i))
+                    continue
+                baseline = (sum(means.values()) - m_i) / (n - 1)
+            else:
+                baseline = sum(means.values()) / n
+            result[i] = [x - baseline for x in _tokens(r, mask, i)]
+    return _fill(r, mask, result)
+
+
+def naive_decoupled(r, mask, group_ids, seq_rewards=None, local_weight=0.5, eps=1e-6, local_tol=1e-5):
+    R = _seq_rewards(r, mask, seq_rewards)
+    defined = [R[i] is not None and math.isfinite(R[i]) for i in range(r.shape[0])]
+    outcome, local = {}, {}
+    for rows in _rows(mask, group_ids).values():
+        members = [i for i in rows if defined[i]]
+        for i, adv in zip(members, _grpo([R[i] for i in members], eps=eps)):
+            outcome[i] = [adv] * len(_tokens(r, mask, i))
+        d = {i: [x - R[i] for x in _tokens(r, mask, i)] for i in members}
+        bag = [(x, 1.0 / len(v)) for v in d.values() for x in v]
+        if not bag:
+            continue
+        W = sum(w for _, w in bag)
+        mu = sum(w * x for x, w in bag) / W
+        sigma = math.sqrt(sum(w * (x - mu) ** 2 for x, w in bag) / W)
+        for i, v in d.items():
+            local[i] = [(x - mu) / (sigma + eps) if sigma > local_tol else 0.0 for x in v]
+    return _fill(r, mask, outcome) + local_weight * _fill(r, mask, local)
+
+
 NAIVE = {
     "bot_grpo": functools.partial(naive_bot_grpo, min_std=0.5),   # the registry's default bound
     "bot_grpo_paper": naive_bot_grpo,
@@ -119,4 +156,6 @@ NAIVE = {
     "dr_grpo": _sequence_estimator(_dr_grpo),
     "rloo": _sequence_estimator(_rloo),
     "pure": naive_pure,
+    "prime": naive_prime,
+    "decoupled": naive_decoupled,
 }

@@ -143,7 +143,7 @@ def test_an_empty_row_with_poisoned_padding_leaves_its_group_alone(name, poison)
     assert torch.allclose(adv[keep], compute_advantages(name, r[keep], m[keep], g[keep]), atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo", "pure"])
+@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo", "pure", "decoupled"])
 def test_undefined_sequence_rewards_are_left_out_of_the_group(name):
     """A NaN sequence reward (a rollout the server could not score) takes no part in its group's
     statistics and, with its row masked out, gets no advantage."""
@@ -205,7 +205,9 @@ def batches(draw, max_rollouts=12, max_len=9):
 
 
 ESTIMATOR_OPTIONS = [("bot_grpo", {}), ("bot_grpo_paper", {}), ("bot_grpo_paper", {"use_reward_to_go": True}), ("grpo", {}),
-                     ("dr_grpo", {}), ("rloo", {}), ("pure", {"temperature": 0.0}), ("pure", {"temperature": 0.5})]
+                     ("dr_grpo", {}), ("rloo", {}), ("pure", {"temperature": 0.0}), ("pure", {"temperature": 0.5}),
+                     ("prime", {}), ("prime", {"leave_one_out": False}), ("decoupled", {}),
+                     ("decoupled", {"local_weight": 1.0})]
 
 
 @pytest.mark.parametrize("name,options", ESTIMATOR_OPTIONS)

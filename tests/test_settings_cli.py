@@ -35,7 +35,8 @@ def test_bad_values_are_named_with_the_valid_choices(tmp_path):
 
 
 def test_presets_are_valid_and_distinct():
-    assert set(PRESETS) == {"bot_grpo", "bot_grpo_paper", "grpo", "grpo_token_mean", "dr_grpo", "gspo", "dapo", "pure"}
+    assert set(PRESETS) == {"bot_grpo", "bot_grpo_paper", "grpo", "grpo_token_mean", "dr_grpo", "gspo", "dapo", "pure",
+                            "prime", "decoupled"}
     # the default differs from the paper's estimator only in its bound on the normalisation, which
     # is the registry estimator's own default (so bot_grpo means the same without the preset)
     assert preset("bot_grpo").estimator_options == {} and preset("bot_grpo").estimator == "bot_grpo"

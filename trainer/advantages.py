@@ -22,7 +22,7 @@ Shared conventions (see ``docs/algorithms.md`` for the derivations):
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 from torch import Tensor
@@ -138,6 +138,56 @@ def _broadcast(per_rollout: Tensor, mask: Tensor, like: Tensor) -> Tensor:
     return torch.where(mask, per_rollout[:, None], 0.0).to(like.dtype)
 
 
+class _Bag(NamedTuple):
+    """Each group's length-weighted bag of token values (every rollout weighs 1), in a few passes.
+
+    One pass over the tokens gives each rollout's shifted moments; the group statistics are then
+    combined on ``(B,)`` vectors in float64 (law of total variance, each rollout weighing 1)::
+
+        m_i = c_i + S1_i / L_i,   v_i = S2_i / L_i - (S1_i / L_i)^2,
+        mu_g = mean_i m_i,        sigma_g^2 = mean_i v_i + mean_i (m_i - mu_g)^2
+
+    where ``S_k`` are sums of ``(r - c_i)^k`` and ``c_i`` is the rollout's first value (shifted
+    data: accurate moments, and exact zeros for a bag of equal values).
+    """
+
+    x: Tensor           # (B, T) r_it - c_i on the mask, exactly 0 elsewhere (whatever padding held)
+    maskf: Tensor       # (B, T) the mask in the compute dtype
+    first: Tensor       # (B,) float64 c_i
+    mean_shift: Tensor  # (B,) float64 m_i - c_i
+    centred: Tensor     # (B,) float64 m_i - mu_g
+    sigma: Tensor       # (B,) float64 sigma_g
+    n: Tensor           # (B,) float64 rollouts with tokens in the group
+    has_tokens: Tensor  # (B,) bool L_i > 0
+    groups: _Groups
+
+    @classmethod
+    def of(cls, r: Tensor, mask: Tensor, group_ids: Tensor) -> "_Bag":
+        dtype = r.dtype
+        first = _first_token_values(r, mask)[:, None]
+        # padding takes the shift value, so x is exactly 0 there whatever it held (inf, NaN)
+        x = torch.where(mask, r, first).sub_(first)
+        maskf = mask.view(torch.uint8).to(dtype)  # via uint8: bool -> float is several times slower
+        lengths = maskf.sum(dim=1).double()
+        has_tokens = lengths > 0
+        s1 = x.sum(dim=1).double()
+        s2 = torch.linalg.vector_norm(x, dim=1).double().square()  # no (B, T) temporary, unlike x * x
+        inv_len = _safe_div(torch.ones_like(lengths), lengths)
+        mean_shift = s1 * inv_len                                         # m_i - c_i
+        within = (s2 * inv_len - mean_shift * mean_shift).clamp_min(0.0)  # v_i
+        groups = _Groups(group_ids)
+        first = first.squeeze(1).double()
+        n, centred, between = _group_stats(first + mean_shift, has_tokens, groups)
+        sigma = _safe_div(groups.gather(groups.sum(torch.where(has_tokens, within, 0.0))) + between, n).sqrt()
+        return cls(x, maskf, first, mean_shift, centred, sigma, n, has_tokens, groups)
+
+    def normalised(self, offset: Tensor, scale: Tensor) -> Tensor:
+        """``(r_it - b_i) * scale_i`` on the mask for ``offset_i = c_i - b_i`` (0 off it). In place
+        on :attr:`x` (fresh ``(B, T)`` buffers cost page faults): a bag is normalised once."""
+        dtype = self.x.dtype
+        return self.x.mul_(scale.to(dtype)[:, None]).addcmul_(self.maskf, (offset * scale).to(dtype)[:, None])
+
+
 # --------------------------------------------------------------------------- token-level
 def reward_to_go(token_rewards: Tensor, mask: Tensor) -> Tensor:
     """``G_it = sum_{s >= t} r_is`` over completion tokens (undiscounted return)."""
@@ -191,34 +241,14 @@ def bot_grpo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards
     r = token_rewards.to(dtype)
     if use_reward_to_go:
         r = reward_to_go(r, mask)
-    # One pass over the tokens gives each rollout's shifted moments; the group statistics are
-    # then combined on (B,) vectors in float64 (law of total variance, each rollout weighing 1):
-    #   m_i = c_i + S1_i / L_i,   v_i = S2_i / L_i - (S1_i / L_i)^2,
-    #   mu_g = mean_i m_i,        sigma_g^2 = mean_i v_i + mean_i (m_i - mu_g)^2
-    # where S_k are sums of (r - c_i)^k and c_i is the rollout's first reward (shifted data).
-    first = _first_token_values(r, mask)[:, None]
-    # padding takes the shift value, so x is exactly 0 there whatever it held (inf, NaN)
-    x = torch.where(mask, r, first).sub_(first)
-    maskf = mask.view(torch.uint8).to(dtype)  # via uint8: bool -> float is several times slower
-    lengths = maskf.sum(dim=1).double()
-    has_tokens = lengths > 0
-    s1 = x.sum(dim=1).double()
-    s2 = torch.linalg.vector_norm(x, dim=1).double().square()  # no (B, T) temporary, unlike x * x
-    inv_len = _safe_div(torch.ones_like(lengths), lengths)
-    mean_shift = s1 * inv_len                                         # m_i - c_i
-    within = (s2 * inv_len - mean_shift * mean_shift).clamp_min(0.0)  # v_i
-    groups = _Groups(group_ids)
-    n, centred, between = _group_stats(first.squeeze(1).double() + mean_shift, has_tokens, groups)
-    sigma = _safe_div(groups.gather(groups.sum(torch.where(has_tokens, within, 0.0))) + between, n).sqrt()
-    scale = _safe_div(torch.ones_like(sigma), sigma.clamp_min(min_std) + eps)
+    bag = _Bag.of(r, mask, group_ids)
+    scale = _safe_div(torch.ones_like(bag.sigma), bag.sigma.clamp_min(min_std) + eps)
+    centred, mean_shift = bag.centred, bag.mean_shift
     if baseline == "outcome":  # the same offset with mean_g O in place of mu_g
-        level = torch.where(has_tokens, torch.where(mask, x, -math.inf).amax(dim=1).double(), 0.0)  # O_i - c_i
-        centred = _group_stats(first.squeeze(1).double() + level, has_tokens, groups)[1]          # O_i - mean_g O
+        level = torch.where(bag.has_tokens, torch.where(mask, bag.x, -math.inf).amax(dim=1).double(), 0.0)  # O_i - c_i
+        centred = _group_stats(bag.first + level, bag.has_tokens, bag.groups)[1]                       # O_i - mean_g O
         mean_shift = level
-    offset = (centred - mean_shift) * scale                           # (c_i - mu_g) / (sigma_g + eps)
-    # A_it = x_it * scale_i + offset_i * mask_it, in place on x (fresh (B, T) buffers cost page faults)
-    out = x.mul_(scale.to(dtype)[:, None]).addcmul_(maskf, offset.to(dtype)[:, None])
-    return out.to(token_rewards.dtype)
+    return bag.normalised(centred - mean_shift, scale).to(token_rewards.dtype)   # offset: c_i - mu_g
 
 
 @register("bot_grpo_paper")
@@ -228,6 +258,38 @@ def bot_grpo_paper(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_r
     normalisation: ``A_it = (r_it - mu_g) / (sigma_g + eps)``)."""
     return bot_grpo(token_rewards, mask, group_ids, seq_rewards, eps=eps, use_reward_to_go=use_reward_to_go,
                     min_std=0.0, baseline=baseline)
+
+
+@register("prime")
+def prime(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
+          *, leave_one_out: bool = True) -> Tensor:
+    """PRIME's group baseline: each token's reward minus the group's length-weighted mean, no std.
+
+    Rollout i's tokens weigh ``1 / L_i`` (as in BoT-GRPO's bag), so its weight in the mean is its
+    mean token reward ``m_i = sum_t r_it / L_i``::
+
+        b_i  = mean_{j != i} m_j = (n mu_g - m_i) / (n - 1)    leave_one_out (default)
+        b_i  = mean_j m_j = mu_g                               leave_one_out=False
+        A_it = r_it - b_i
+
+    over the ``n`` rollouts of the group with tokens; with ``leave_one_out`` a group of one has no
+    baseline and gets 0. Either way the advantages have mean 0 under the weights ``1 / L_i``;
+    where a rollout's tokens share one reward ``R_i`` they are :func:`rloo`'s (leave-one-out) or
+    :func:`dr_grpo`'s (plain mean). ``leave_one_out=False`` is :func:`bot_grpo_paper` without the
+    division by ``sigma_g``. ``seq_rewards`` is ignored.
+
+    The leave-one-out baseline never reads rollout i. verl-recipe's PRIME computes
+    ``n/(n-1) (r_it - mu_g) = r_it - b_i + (r_it - m_i)/(n-1)`` (the same where a rollout's
+    tokens share one reward; its baseline reads the token's own reward otherwise), and then
+    takes returns (reward-to-go) and whitens them over the batch, which this baseline does not.
+    """
+    bag = _Bag.of(token_rewards.to(_compute_dtype(token_rewards)), mask, group_ids)
+    offset = bag.centred - bag.mean_shift                                   # c_i - mu_g
+    scale = torch.ones_like(offset)
+    if leave_one_out:  # c_i - b_i = (c_i - mu_g) + (m_i - mu_g) / (n - 1)
+        offset = offset + _safe_div(bag.centred, bag.n - 1)
+        scale = (bag.n > 1).double()
+    return bag.normalised(offset, scale).to(token_rewards.dtype)
 
 
 # --------------------------------------------------------------------------- sequence-level
@@ -260,6 +322,53 @@ def rloo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Op
     n, centred, _ = _group_stats(R, valid, _Groups(group_ids))
     adv = torch.where((n > 1) & valid, _safe_div(n, n - 1) * centred, 0.0)
     return _broadcast(adv, mask, token_rewards)
+
+
+# --------------------------------------------------------------------------- decoupled
+# The composition's w_s default (botgrpo.reward_server.composition.DEFAULT_LOCAL_WEIGHT, which
+# the trainer may not import; tests/test_advantages_prime_pass.py checks they agree).
+DECOUPLED_LOCAL_WEIGHT = 0.5
+
+
+@register("decoupled")
+def decoupled(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
+              *, local_weight: float = DECOUPLED_LOCAL_WEIGHT, eps: float = 1e-6, local_tol: float = 1e-5) -> Tensor:
+    """Decoupled (PASS-style) normalisation: the outcome as GRPO does, the local term in its own bag.
+
+    The token rewards are the recipe's ``r_it = R_i + w_s l_it``; the outcome ``R_i`` is
+    ``seq_rewards`` (the wire's ``score``), so the local term comes back as ``d_it = r_it - R_i``
+    (``= w_s l_it``). Then, with the bag's weights ``1 / L_i`` (every rollout weighs 1)::
+
+        A_it = (R_i - mean_g R) / (std_g R + eps)                       GRPO: unbiased std
+             + local_weight * (d_it - mu^d_g) / (sigma^d_g + eps)        population bag std
+
+    A local bag whose spread is at most ``local_tol`` (reward units) has none: its part is 0, so
+    with ``local_weight = 0``, no local signal, or one local value on all of a group's tokens
+    this is :func:`grpo` exactly. The tolerance is for rounding: ``r = R + w_s l`` is rounded
+    (to float32 on the trainer's path), so two rollouts with the same ``l`` and different
+    outcomes give ``d`` apart by ~1e-7, which the division would blow up to unit size. A real
+    small spread is amplified as in the paper's BoT-GRPO (one blamed token in a group of long
+    rollouts gets a large negative local part): that is PASS-style standardisation, and what
+    this row of a study measures.
+
+    Standardising ``d`` divides its scale out, so the server's ``w_s`` only decides whether the
+    local term reaches the trainer (any ``w_s > 0`` gives the same advantages up to ``eps``):
+    ``local_weight`` is the one weight of the local term, and its default is the server's
+    ``w_s`` default. ``R`` and ``r`` must be in the same units (the trainer divides the wire's
+    ``reward_map`` out, :func:`botgrpo.services.schemas.reward_units`); an affine map of both
+    changes nothing. Without ``seq_rewards``, ``R_i`` is the rollout's mean token reward (the
+    module's convention), so ``d`` is each token's deviation from its rollout's mean. A rollout
+    whose ``R_i`` is undefined (NaN) takes no part in either statistic.
+    """
+    dtype = _compute_dtype(token_rewards)
+    r = token_rewards.to(dtype)
+    R, valid = sequence_rewards(r, mask, seq_rewards)
+    outcome = grpo(r, mask, group_ids, seq_rewards, eps=eps)
+    local_mask = mask & valid[:, None]
+    bag = _Bag.of(torch.where(local_mask, r - R[:, None], 0.0), local_mask, group_ids)
+    scale = torch.where(bag.sigma > local_tol, _safe_div(torch.ones_like(bag.sigma), bag.sigma + eps), 0.0)
+    local = bag.normalised(bag.centred - bag.mean_shift, scale)
+    return outcome.add_(local, alpha=local_weight).to(token_rewards.dtype)
 
 
 # --------------------------------------------------------------------------- PURE

@@ -32,6 +32,11 @@ PRESETS: dict[str, AlgorithmSettings] = {
     # Min-form credit over process rewards plus RLOO on the verifiable reward.
     "pure": AlgorithmSettings(estimator="pure", estimator_options={"temperature": 0.1}, policy_loss="ppo_clip",
                               aggregation="token-mean"),
+    # PRIME's group baseline: token reward minus the length-weighted leave-one-out mean, no std;
+    # BoT-GRPO's aggregation, so the row differs from bot_grpo in the estimator alone.
+    "prime": AlgorithmSettings(estimator="prime", policy_loss="ppo_clip", aggregation="token-mean"),
+    # PASS-style decoupled normalisation: the outcome as GRPO, the local term in its own bag, weight 0.5.
+    "decoupled": AlgorithmSettings(estimator="decoupled", policy_loss="ppo_clip", aggregation="token-mean"),
 }
 
 
