@@ -22,7 +22,8 @@ def setup(tmp_path_factory):
 # --------------------------------------------------------------------------- estimators
 ESTIMATOR_CASES = [("bot_grpo", {}), ("bot_grpo", {"min_std": 0.0, "use_reward_to_go": True}),
                    ("bot_grpo", {"baseline": "outcome"}), ("bot_grpo_paper", {}), ("grpo", {}), ("dr_grpo", {}),
-                   ("rloo", {}), ("pure", {"temperature": 0.1}), ("pure", {"temperature": 0.0})]
+                   ("rloo", {}), ("pure", {"temperature": 0.1}), ("pure", {"temperature": 0.0}),
+                   ("prime", {}), ("prime", {"leave_one_out": False}), ("decoupled", {})]
 
 
 def test_every_group_local_estimator_is_registered_and_covered():

@@ -34,7 +34,7 @@ from botgrpo.trainer.update import STREAMABLE_AGGREGATIONS, StreamedUpdate
 # per group id, per-row transforms): computing them on a few whole groups gives the batch's
 # values for those rows (checked for each, with its options, in tests/test_streamed_update.py).
 # An estimator registered elsewhere is not assumed to be: its steps take the batch path.
-GROUP_LOCAL_ESTIMATORS = frozenset({"bot_grpo", "bot_grpo_paper", "grpo", "dr_grpo", "rloo", "pure"})
+GROUP_LOCAL_ESTIMATORS = frozenset({"bot_grpo", "bot_grpo_paper", "grpo", "dr_grpo", "rloo", "pure", "prime", "decoupled"})
 
 # A batch is updated in at most this many parts (consecutive groups each): what is left after
 # the last score is one part's update, and a batch of many small groups does not pay a
