@@ -37,6 +37,11 @@ from botgrpo.sandbox.toolchain import ensure
 __all__ = ["NodePool", "CompileResult", "Diagnostic", "RenderResult", "LEVELS", "IsolationConfig"]
 
 LEVELS = ("syntax", "build", "typecheck", "render")
+#: How level ``typecheck`` runs tsgo (sandbox/node/lib/typecheck.mjs TYPECHECK_ENGINES), the default first.
+TYPECHECK_ENGINES: dict[str, str] = {
+    "server": "a warm tsgo API server per worker that keeps the parsed lib and React declarations",
+    "spawn": "one tsgo process per batch, which parses them every time (the path before the server)",
+}
 IsolationConfig = iso.IsolationConfig
 RenderOptions = Mapping[str, Any]  # {props, component, empty, wrappers, timeout_ms, max_html_chars, ...}
 DEFAULT_RENDER_TIMEOUT_MS = 1000
@@ -59,14 +64,18 @@ class NodePool:
         render_unisolated: bool = False,
         render_heap_mb: int = 256,
         tsgo_memory_mb: int = 1024,
+        typecheck_engine: str = "server",
     ) -> None:
         """``max_response_bytes`` is above ``max_code_bytes`` because summaries echo JSX text.
         ``enable_debug_levels`` turns on test-only worker levels (debug_hang, debug_crash).
         ``render_unisolated`` lets level ``render`` run without the filesystem and network
         layers (an explicit operator choice); ``render_heap_mb`` caps a render thread's heap; ``tsgo_memory_mb`` one tsgo
-        run's data segment (RLIMIT_DATA; 0: only the worker's own limit)."""
+        run's data segment (RLIMIT_DATA; 0: only the worker's own limit); ``typecheck_engine`` is a key of
+        :data:`TYPECHECK_ENGINES`."""
         if size < 1:
             raise ValueError("size must be >= 1")
+        if typecheck_engine not in TYPECHECK_ENGINES:
+            raise ValueError(f"typecheck_engine must be one of {tuple(TYPECHECK_ENGINES)}, got {typecheck_engine!r}")
         self.size = size
         self.timeout_s = timeout_s
         self.isolation = isolation or iso.IsolationConfig()
@@ -79,6 +88,7 @@ class NodePool:
         extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(int(self.tsgo_timeout_s * 1000)),
                      "BOTGRPO_TSGO_MEMORY_MB": str(int(tsgo_memory_mb)),
                      "BOTGRPO_RENDER_HEAP_MB": str(int(render_heap_mb))}
+        extra_env["BOTGRPO_TYPECHECK_ENGINE"] = typecheck_engine
         if enable_debug_levels:
             extra_env["BOTGRPO_SANDBOX_DEBUG"] = "1"
         self._stats = PoolStats()

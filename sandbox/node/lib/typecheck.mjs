@@ -1,7 +1,11 @@
 // Level "typecheck": TypeScript strict checking with React types through the TS 7 native
-// compiler (tsgo). One tsgo run costs ~90 ms fixed plus ~0.5 ms a file, so requests are
-// micro-batched: every syntax-clean file that arrives while a run is in flight joins the next
-// run, each written as its own module (`moduleDetection: force`) so names never collide.
+// compiler (tsgo). Requests are micro-batched: every syntax-clean file that arrives while a run
+// is in flight joins the next run, each written as its own module (`moduleDetection: force`) so
+// names never collide. A run goes to one of TYPECHECK_ENGINES (BOTGRPO_TYPECHECK_ENGINE): a warm
+// tsgo API server that keeps the parsed lib and React declarations between runs (`server`, the
+// default: lib/tsgo-server.mjs), or a tsgo process of its own (`spawn`: ~90 ms of parsing and
+// binding them first, every run). Both check the same files as one program and report through
+// parseTsgoOutput, so verdicts and spans are the same (tests/test_typecheck_engines.py).
 //
 // Files of one batch come from different rollouts and must not interact. The caller refuses
 // every construct that could name another file or change shared types (lib/policy.mjs);
@@ -18,10 +22,11 @@
 // input" answer, unless a known-good probe fails too: then the checker itself is broken and
 // a ServiceError tells the worker to report itself poisoned.
 //
-// Per-rollout budget: every tsgo run is killed after `timeoutMs` (wall clock) and runs under its
-// own memory cap (`memoryMb`, RLIMIT_DATA through prlimit(1), plus a CPU-seconds backstop).
+// Per-rollout budget: every tsgo run is killed after `timeoutMs` (wall clock) and runs under a
+// memory cap (`memoryMb`, RLIMIT_DATA through prlimit(1); a spawned run also has a CPU-seconds
+// backstop; a killed server is restarted, outside any rollout's budget, before the next run).
 // Files whose type aliases could make a type-instantiation bomb (lib/budget.mjs) never share a
-// run: they are checked alone after their batch's other files, so an innocent file is answered
+// run: they are checked alone, in a spawned tsgo, after their batch's other files, so an innocent file is answered
 // before them and a bomb costs at most one `timeoutMs` of its own. A file that exceeds the budget
 // is answered `timed_out` (time) or `crashed` (memory), with `budget` saying which, and with the
 // blame on the suspect aliases and their instantiations where it has some (rule `budget/time`,
@@ -36,6 +41,7 @@ import ts from "typescript";
 import { budgetSuspects } from "./budget.mjs";
 import { ServiceError } from "./esbuild-service.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
+import { ServerFailure, TsgoServer } from "./tsgo-server.mjs";
 
 const DIAGNOSTIC_LINE = /^([0-9a-f]{32})\.tsx\((\d+),(\d+)\): error (TS\d+): (.*)$/;
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
@@ -58,6 +64,19 @@ const COMPILER_OPTIONS = {
   allowArbitraryExtensions: false,
   noLib: false,
 };
+
+/**
+ * How a run of a batch is type-checked (BOTGRPO_TYPECHECK_ENGINE). Both check the same files as
+ * one program with the same options and report through the same parser; a file the budget
+ * check suspects (lib/budget.mjs) always runs in a spawned tsgo of its own.
+ *   server: a warm tsgo API server that keeps the parsed lib and React declarations (default)
+ *   spawn:  one `tsc -p` process per run, which parses them every time (the path before it)
+ */
+export const TYPECHECK_ENGINES = {
+  server: { run: (batcher, batch, timeoutMs) => batcher.runInServer(batch, timeoutMs) },
+  spawn: { run: (batcher, batch, timeoutMs) => batcher.runSpawned(batch, timeoutMs) },
+};
+const DEFAULT_ENGINE = "server";
 
 /** A tsgo run failed as a whole (not a verdict on any file). */
 class TsgoFailure extends Error {
@@ -135,9 +154,14 @@ export class TypecheckBatcher {
    * @param {number} options.memoryMb RLIMIT_DATA of one tsgo run (0: none)
    * @param {boolean} options.debug honour test-only `debug` fields of submitted items
    */
-  constructor({ tsgoPath, nodeModules, workDir, maxBatch = 64, timeoutMs = 3000, memoryMb = 1024, debug = false }) {
-    Object.assign(this, { tsgoPath, nodeModules, workDir, maxBatch, timeoutMs, memoryMb, debug });
+  constructor({ tsgoPath, nodeModules, workDir, maxBatch = 64, timeoutMs = 3000, memoryMb = 1024, debug = false,
+                engine = process.env.BOTGRPO_TYPECHECK_ENGINE || DEFAULT_ENGINE }) {
+    if (!Object.hasOwn(TYPECHECK_ENGINES, engine)) {
+      throw new Error(`unknown typecheck engine ${JSON.stringify(engine)}; choose ${Object.keys(TYPECHECK_ENGINES).join(" or ")}`);
+    }
+    Object.assign(this, { tsgoPath, nodeModules, workDir, maxBatch, timeoutMs, memoryMb, debug, engine });
     this.prlimit = memoryMb > 0 ? findPrlimit() : null;
+    this.server = null;
     this.pending = [];
     this.expected = 0;
     this.running = false;
@@ -176,9 +200,23 @@ export class TypecheckBatcher {
    * PROBE_TIMEOUT_MS (at least), so a busy machine cannot make a healthy checker look broken.
    */
   async selfTest() {
+    // suspects always run in a spawned tsgo: that engine must work too
+    for (const engine of new Set([this.engine, "spawn"])) await this.#probe(engine);
+  }
+
+  async #probe(engine) {
     const probe = { code: PROBE, allow: [], debug: null, suspects: [] };
-    const [diagnostics] = await this.#runTsgo([probe], Math.max(this.timeoutMs, PROBE_TIMEOUT_MS));
+    const [diagnostics] = await this.#run(engine, [probe], Math.max(this.timeoutMs, PROBE_TIMEOUT_MS));
     if (diagnostics.length > 0) throw new Error(`tsgo rejected the probe file: ${diagnostics[0].message}`);
+  }
+
+  /** The engine a run of `batch` goes to: a suspect (a possible bomb) always gets a spawned tsgo. */
+  #engineFor(batch) {
+    return batch.some((item) => item.suspects.length > 0) ? "spawn" : this.engine;
+  }
+
+  #run(engine, batch, timeoutMs = this.timeoutMs) {
+    return TYPECHECK_ENGINES[engine].run(this, batch, timeoutMs);
   }
 
   #schedule() {
@@ -215,9 +253,9 @@ export class TypecheckBatcher {
     while (remaining.length > 0) {
       let results;
       try {
-        results = await this.#runTsgo(remaining);
+        results = await this.#run(this.#engineFor(remaining), remaining);
       } catch (error) {
-        if (!(error instanceof TsgoFailure)) throw error;
+        if (!(error instanceof TsgoFailure || error instanceof ServerFailure)) throw error;
         await this.#recover(remaining, error);
         return;
       }
@@ -256,7 +294,7 @@ export class TypecheckBatcher {
     // A suspect that ran out of time is explained by its aliases; anything else: is tsgo broken?
     if (!(failure.timedOut && item.suspects.length > 0)) {
       try {
-        await this.selfTest();
+        await this.#probe(this.#engineFor(items));
       } catch (error) {
         throw new ServiceError(`type checker unavailable: ${error.message}`);
       }
@@ -297,7 +335,21 @@ export class TypecheckBatcher {
     return this.ready;
   }
 
-  async #runTsgo(batch, timeoutMs = this.timeoutMs) {
+  /** One run in the warm tsgo server (lib/tsgo-server.mjs): same batch, same output format. */
+  async runInServer(batch, timeoutMs) {
+    await this.#prepare();
+    this.server ??= new TsgoServer({ tsgoPath: this.tsgoPath, prlimit: this.prlimit, memoryMb: this.memoryMb,
+                                     workDir: this.workDir, compilerOptions: COMPILER_OPTIONS, probe: PROBE });
+    const ambient = [...new Set(batch.flatMap((item) => item.allow))];
+    const debug = new Set(batch.map((item) => item.debug).filter(Boolean));
+    const [stdout, names] = await this.server.run(batch.map((item) => item.code), ambient, timeoutMs,
+                                                  { hang: debug.has("hang"), fail: debug.has("fail") });
+    const byFile = parseTsgoOutput(stdout, new Map(names.map((name, i) => [name, i])));
+    return batch.map((_, i) => byFile.get(i) ?? []);
+  }
+
+  /** One run in a tsgo process of its own (`tsc -p`), killed after `timeoutMs`. */
+  async runSpawned(batch, timeoutMs) {
     await this.#prepare();
     const dir = path.join(this.workDir, randomName());
     await fs.mkdir(dir);
