@@ -4,6 +4,7 @@
     results = pool.compile_many(codes, level="build", allow=("lodash",))
     result = await pool.acompile(code, level="typecheck")
     result = pool.compile(code, level="render", lint=True)     # executes it: result.render, result.lint
+    result = pool.compile(code, level="build", lint="eslint")  # lint with ESLint instead of oxlint
 
 Level ``render`` runs the component (server-side, in a fresh realm on a render thread with its
 own heap limit) and therefore needs the isolation layers of :data:`botgrpo.sandbox.isolation.RENDER_LAYERS`:
@@ -25,7 +26,7 @@ import asyncio
 import queue
 import threading
 from concurrent.futures import Future
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence, get_args
 
 from botgrpo.sandbox import isolation as iso
 from botgrpo.sandbox.dispatcher import Job, PoolStats, WorkerSlot
@@ -34,7 +35,7 @@ from botgrpo.sandbox.launcher import NODE_DIR
 from botgrpo.sandbox.scratch import sweep_stale
 from botgrpo.sandbox.toolchain import ensure
 
-__all__ = ["NodePool", "CompileResult", "Diagnostic", "RenderResult", "LEVELS", "IsolationConfig"]
+__all__ = ["NodePool", "CompileResult", "Diagnostic", "RenderResult", "LEVELS", "LINT_ENGINES", "IsolationConfig"]
 
 LEVELS = ("syntax", "build", "typecheck", "render")
 #: How level ``typecheck`` runs tsgo (sandbox/node/lib/typecheck.mjs TYPECHECK_ENGINES), the default first.
@@ -42,6 +43,13 @@ TYPECHECK_ENGINES: dict[str, str] = {
     "server": "a warm tsgo API server per worker that keeps the parsed lib and React declarations",
     "spawn": "one tsgo process per batch, which parses them every time (the path before the server)",
 }
+LintEngine = Literal["oxlint", "eslint"]
+#: The lint engines of the ``lint`` argument (the worker's LINT_ENGINES), the default first.
+LINT_ENGINES: dict[str, str] = {
+    "oxlint": "oxlint (Rust) with its react and react-hooks rules, batched per worker (sandbox/node/lib/oxlint.mjs)",
+    "eslint": "ESLint with eslint-plugin-react and eslint-plugin-react-hooks, one file at a time (lib/lint.mjs)",
+}
+assert tuple(LINT_ENGINES) == get_args(LintEngine)
 IsolationConfig = iso.IsolationConfig
 RenderOptions = Mapping[str, Any]  # {props, component, empty, wrappers, timeout_ms, max_html_chars, ...}
 DEFAULT_RENDER_TIMEOUT_MS = 1000
@@ -87,6 +95,7 @@ class NodePool:
         self.tsgo_timeout_s = tsgo_timeout_s(timeout_s)
         extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(int(self.tsgo_timeout_s * 1000)),
                      "BOTGRPO_TSGO_MEMORY_MB": str(int(tsgo_memory_mb)),
+                     "BOTGRPO_LINT_TIMEOUT_MS": str(int(self.tsgo_timeout_s * 1000)),  # one oxlint run
                      "BOTGRPO_RENDER_HEAP_MB": str(int(render_heap_mb))}
         extra_env["BOTGRPO_TYPECHECK_ENGINE"] = typecheck_engine
         if enable_debug_levels:
@@ -187,15 +196,18 @@ class NodePool:
 
     # -- compiling -----------------------------------------------------------------------
 
-    def submit(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool = False,
+    def submit(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool | str = False,
                render: RenderOptions | None = None) -> Future:
         """Queue one file; the Future resolves to a CompileResult (never an exception).
-        ``lint`` adds ESLint's findings (``result.lint``); ``render`` holds the options of
+        ``lint`` adds the lint findings (``result.lint``) of the engine it names (a key of
+        :data:`LINT_ENGINES`; ``True``: oxlint, the default); ``render`` holds the options of
         level ``render`` (props, empty-render policy, timeout_ms, ...: ``sandbox/README.md``).
         Raises :class:`~sandbox.isolation.IsolationUnavailable` for ``render`` on a host
         without the layers it needs (see the module docstring)."""
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+        if not isinstance(lint, bool) and lint not in LINT_ENGINES:
+            raise ValueError(f"lint must be a bool or one of {tuple(LINT_ENGINES)}, got {lint!r}")
         if level == "render":
             self.check_render()
         return self._submit(code, level, tuple(str(a) for a in allow), lint, render)
@@ -211,10 +223,10 @@ class NodePool:
             missing = [layer for layer in iso.RENDER_LAYERS if layer not in self.active_layers()]
             raise iso.IsolationUnavailable(missing, reason)
 
-    def _submit(self, code: str, level: str, allow: tuple[str, ...], lint: bool = False,
+    def _submit(self, code: str, level: str, allow: tuple[str, ...], lint: bool | str = False,
                 render: RenderOptions | None = None) -> Future:
         future: Future = Future()
-        extra: dict[str, Any] = {"lint": True} if lint else {}
+        extra: dict[str, Any] = {"lint": lint} if lint else {}
         budget_s = 0.0
         if level == "render":
             options = dict(render or {})
@@ -243,12 +255,12 @@ class NodePool:
                 return
         job.resolve(failure(job.code, "Compile pool closed", crashed=True))
 
-    def compile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool = False,
+    def compile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool | str = False,
                 render: RenderOptions | None = None) -> CompileResult:
         return self.submit(code, level, allow, lint=lint, render=render).result()
 
     def compile_many(self, codes: Sequence[str], level: str = "build", allow: Iterable[str] = (), *,
-                     lint: bool = False,
+                     lint: bool | str = False,
                      render: RenderOptions | Sequence[RenderOptions | None] | None = None) -> list[CompileResult]:
         """Compile files in parallel over all workers; results keep the input order. ``render``
         is one options mapping for every file or a sequence of them, one per file."""
@@ -257,12 +269,12 @@ class NodePool:
         futures = [self.submit(code, level, allow, lint=lint, render=options) for code, options in zip(codes, per_file)]
         return [f.result() for f in futures]
 
-    async def acompile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool = False,
+    async def acompile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool | str = False,
                        render: RenderOptions | None = None) -> CompileResult:
         return await asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=render))
 
     async def acompile_many(self, codes: Sequence[str], level: str = "build", allow: Iterable[str] = (), *,
-                            lint: bool = False,
+                            lint: bool | str = False,
                             render: RenderOptions | Sequence[RenderOptions | None] | None = None) -> list[CompileResult]:
         allow = tuple(allow)
         per_file = _per_file(render, len(codes))

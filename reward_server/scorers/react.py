@@ -19,8 +19,9 @@ diagnostic blamed from the line above, failing text at -0.2: affinely ``local_we
 and ``uniform`` (``local_weight`` 0).
 
 Level ``render`` executes the component in the sandbox and renders it server-side; ``lint``
-adds ESLint; ``screenshot`` a PNG from headless Chromium. How their verdicts enter the outcome
-(``render_weight``) and their findings the local signal: :mod:`botgrpo.reward_server.react.render`.
+adds oxlint's or ESLint's findings (``lint_engine``); ``screenshot`` a PNG from headless
+Chromium. How their verdicts enter the outcome (``render_weight``) and their findings the local
+signal: :mod:`botgrpo.reward_server.react.render`.
 Rendering needs the sandbox's filesystem and network layers: without them a request for it is
 refused (422, naming what is missing) unless the operator set ``BOTGRPO_RENDER_UNISOLATED=1``.
 """
@@ -157,7 +158,7 @@ class ReactScorer:
             specs = [_spec_of(rollouts[i]) for i in todo]
             render = [rr.sandbox_render_options(opts, spec if isinstance(spec, Spec) else None) for spec in specs]
         results = self.pool.compile_many([blocks[i].code for i in todo], opts.level, self._allow,
-                                         lint=opts.lint != "off", render=render)
+                                         lint=rr.sandbox_lint(opts), render=render)
         compiled = dict(zip(todo, results))
         scored = [self._score_one(r, blocks[i], compiled.get(i), opts) for i, r in enumerate(rollouts)]
         if opts.screenshot and opts.level == "render":

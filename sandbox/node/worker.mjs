@@ -1,14 +1,15 @@
 // Long-lived compile worker: reads one JSON request per stdin line, writes one JSON response
 // per stdout line (in completion order; responses carry the request id).
 //   request:  {"id", "code", "level": "syntax"|"build"|"typecheck"|"render", "allow": [module, ...],
-//              "lint"?: bool, "render"?: {props, component, empty, wrappers, timeout_ms, ...}}
+//              "lint"?: bool | "oxlint" | "eslint", "render"?: {props, component, empty, wrappers, timeout_ms, ...}}
 //   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity, rule?, related?}], "summary",
 //              "lint"?: [diagnostic + rule], "render"?: {status, message, html, ...},
 //              "timed_out"?, "crashed"?, "budget"?: "time"|"memory", "poisoned"?}
 // Offsets are UTF-16 code units into `code`. Levels are cumulative: build = syntax + import
 // policy, typecheck = build + TypeScript parse + isolation policy + strict type check, render =
 // build + executing the component and rendering it server-side (lib/render/level.mjs) on a
-// render thread with its own heap limit. `lint` adds ESLint's findings (lib/lint.mjs).
+// render thread with its own heap limit. `lint` adds the lint findings of the engine it names
+// (LINT_ENGINES): oxlint's (lib/oxlint.mjs, batched; also `true`) or ESLint's (lib/lint.mjs).
 //
 // Poisoning: when a compiler service fails (esbuild's Go process died, e.g. out of memory, or
 // tsgo cannot check even a known-good file), this worker can give no more trustworthy
@@ -32,6 +33,7 @@ import { parseErrors, parseTsx, summarize } from "./lib/summary.mjs";
 import { checkSyntax } from "./lib/syntax.mjs";
 import { MAX_DIAGNOSTICS_PER_FILE, TypecheckBatcher } from "./lib/typecheck.mjs";
 import { lintFile } from "./lib/lint.mjs";
+import { OxlintBatcher } from "./lib/oxlint.mjs";
 import { RenderHost } from "./lib/render/host.mjs";
 import { renderLevel } from "./lib/render/level.mjs";
 
@@ -70,6 +72,37 @@ const batcher = new TypecheckBatcher({
   debug: debugEnabled,
 });
 
+const oxlint = new OxlintBatcher({
+  nodeModules,
+  workDir: path.join(scratch, `oxlint-${process.pid}`),
+  maxBatch: Number(process.env.BOTGRPO_LINT_BATCH || 256),
+  timeoutMs: Number(process.env.BOTGRPO_LINT_TIMEOUT_MS || 2000),
+});
+/** Lint engines by name: reserve() when a request with lint starts, then lint() or cancel(). */
+const LINT_ENGINES = {
+  oxlint: {
+    reserve: () => oxlint.reserve(),
+    cancel: () => oxlint.cancel(),
+    lint: (code, request, sourceFile) => oxlint.lint(code, debugEnabled ? request.debug_oxlint : null, sourceFile),
+  },
+  eslint: { reserve: () => {}, cancel: () => {}, lint: async (code) => lintFile(code, "all") },
+};
+const DEFAULT_LINT_ENGINE = "oxlint";
+
+/** A compile's summary -> the parse it came from, which the lint reuses to place spans. */
+const parsed = new WeakMap();
+
+/** The lint engine a request asks for (null: no lint). */
+function lintEngine(request) {
+  if (!request.lint) return null;
+  const name = request.lint === true ? DEFAULT_LINT_ENGINE : request.lint;
+  const engine = typeof name === "string" && Object.hasOwn(LINT_ENGINES, name) ? LINT_ENGINES[name] : undefined;
+  if (!engine) {
+    throw new Error(`unknown lint engine ${JSON.stringify(request.lint)}; one of ${Object.keys(LINT_ENGINES).join(", ")}`);
+  }
+  return engine;
+}
+
 let poisoned = null;
 const renderHost = new RenderHost({ heapMb: Number(process.env.BOTGRPO_RENDER_HEAP_MB || 256) });
 
@@ -107,9 +140,19 @@ async function compile(request) {
   const allow = Array.isArray(request.allow) ? request.allow.map(String) : [];
   if (typeof code !== "string") throw new Error("request.code must be a string");
   if (!LEVELS.includes(level)) throw new Error(`unknown level ${JSON.stringify(level)}`);
-  const response = level === "render" ? await render(request, code, allow) : await compileLevel(code, level, allow, request);
-  if (request.lint && !response.lint && response.summary && Object.keys(response.summary).length > 0) {
-    response.lint = lintFile(code, "all");
+  const engine = lintEngine(request);
+  engine?.reserve();  // a batching engine waits for this file's lint before it runs
+  let linted = false;
+  let response;
+  try {
+    response = level === "render" ? await render(request, code, allow, engine, () => { linted = true; })
+      : await compileLevel(code, level, allow, request);
+    if (engine && !linted && response.summary && Object.keys(response.summary).length > 0) {
+      linted = true;
+      response.lint = await engine.lint(code, request, parsed.get(response.summary));
+    }
+  } finally {
+    if (engine && !linted) engine.cancel();
   }
   if (request.lint && response.summary && Object.keys(response.summary).length > 0) refuseLintDirectives(code, response);
   return response;
@@ -124,9 +167,10 @@ function refuseLintDirectives(code, response) {
   response.diagnostics = [...(response.diagnostics ?? []), ...refusals].sort((a, b) => a.start - b.start);
 }
 
-async function render(request, code, allow) {
+async function render(request, code, allow, engine, onLint) {
   const sourceFile = parseTsx(code);
-  const lint = request.lint ? lintFile(code, "all") : null;
+  if (engine) onLint();
+  const lint = engine ? await engine.lint(code, request, sourceFile) : null;
   const hooks = lint ? lint.filter((d) => d.rule === "react-hooks/rules-of-hooks") : null;
   const options = request.render && typeof request.render === "object" ? request.render : {};
   const response = await renderLevel(code, sourceFile, allow, options, renderHost, hooks);
@@ -162,7 +206,9 @@ async function compileUntyped(code, level, allow) {
   const diagnostics = level === "syntax" ? await checkSyntax(code) : await checkBuild(code, allow);
   if (diagnostics.length > 0) return { response: { ok: false, diagnostics, summary: {} }, sourceFile: null };
   const sourceFile = parseTsx(code);
-  return { response: { ok: true, diagnostics: [], summary: summarize(sourceFile) }, sourceFile };
+  const summary = summarize(sourceFile);
+  parsed.set(summary, sourceFile);
+  return { response: { ok: true, diagnostics: [], summary }, sourceFile };
 }
 
 function describeFailure(error) {
@@ -222,6 +268,7 @@ async function selfTest() {
   const build = await checkBuild(probe, []);
   if (syntax.length > 0 || build.length > 0) throw new Error("esbuild rejected the probe file");
   await batcher.selfTest();
+  await oxlint.selfTest();
 }
 
 const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });

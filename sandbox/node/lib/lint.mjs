@@ -2,7 +2,9 @@
 // eslint-plugin-react-hooks (rules-of-hooks, exhaustive-deps) on the TSX source, parsed by
 // @typescript-eslint/parser, all pinned in package-lock.json. Loaded on first use (the plugins
 // take a second or two to load), with the config normalised once; never touches the disk
-// (no config files, `react.version` is fixed instead of detected).
+// (no config files, `react.version` is fixed instead of detected). Inline config comments
+// (eslint-disable*, /* eslint rule: off */) are ignored: a file cannot switch a rule off (with
+// lint on, the worker also refuses them: lib/policy.mjs). lib/oxlint.mjs is the other engine.
 //
 // Two rule sets: "hooks" (rules-of-hooks only: the render level's verdict on hooks) and
 // "all" (the `lint` option): react's recommended rules except display-name and
@@ -75,13 +77,19 @@ function configFor(set) {
     languageOptions: { parser, parserOptions: parserOptions() },
     plugins,
     settings: { react: { version: "19.0" } },
-    linterOptions: { reportUnusedDisableDirectives: "off" },
+    linterOptions: { noInlineConfig: true, reportUnusedDisableDirectives: "off" },  // no comment switches a rule off
     rules: rulesFor(set, react),
   }], { basePath: "/" });
   config.normalizeSync();
   linter ??= new Linter({ configType: "flat", cwd: "/" });
   configs[set] = config;
   return config;
+}
+
+/** The ids of the rules that set "hooks" or "all" turns on, sorted. */
+export function ruleIds(set = "all") {
+  const rules = rulesFor(set, set === "all" ? require("eslint-plugin-react") : null);
+  return Object.keys(rules).filter((id) => ![0, "off"].includes(rules[id])).sort();
 }
 
 /** Load a rule set now (the worker's first lint otherwise pays for it). */
