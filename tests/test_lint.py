@@ -1,5 +1,6 @@
-"""ESLint (eslint-plugin-react, eslint-plugin-react-hooks) in the compile workers: findings at
-their spans, bounded, and as local signals of the react scorer (real Node workers)."""
+"""Lint (eslint-plugin-react's and eslint-plugin-react-hooks' rules) in the compile workers, through
+the default engine (oxlint): findings at their spans, bounded, and as local signals of the react
+scorer (real Node workers). Both engines side by side: tests/test_lint_engines.py."""
 from __future__ import annotations
 
 import pytest
