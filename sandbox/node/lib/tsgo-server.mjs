@@ -36,8 +36,8 @@ const OUT_OF_MEMORY = /out of memory|cannot allocate memory/i;
 
 /** Minimal JSON-RPC 2.0 client over a child's stdio with LSP-style Content-Length framing. */
 class RpcProcess {
-  constructor(command, args, cwd, onExit) {
-    this.child = spawn(command, args, { cwd, stdio: ["pipe", "pipe", "pipe"] });
+  constructor(command, args, cwd, env, onExit) {
+    this.child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
     this.pending = new Map();
     this.nextId = 1;
     this.buffer = Buffer.alloc(0);
@@ -186,7 +186,9 @@ export class TsgoServer {
     if (this.prlimit && this.memoryMb > 0) {
       [command, args] = [this.prlimit, [`--data=${this.memoryMb * 1024 * 1024}`, "--", command, ...args]];
     }
-    const rpc = new RpcProcess(command, args, dir, () => {
+    // a long-lived Go heap: let its collector work harder before the cap (RLIMIT_DATA) kills it
+    const env = this.memoryMb > 0 ? { ...process.env, GOMEMLIMIT: `${Math.floor(this.memoryMb * 0.75)}MiB` } : process.env;
+    const rpc = new RpcProcess(command, args, dir, env, () => {
       if (this.rpc === rpc) this.rpc = null;
       fs.rm(dir, { recursive: true, force: true }).catch(() => {});
     });
@@ -263,19 +265,16 @@ export class TsgoServer {
       const target = { snapshot: update.snapshot, project: project.id };
       if (fail) await rpc.request("botgrpoNoSuchMethod", target);
       const fileCodes = new Map(files.map((f, i) => [f, codes[i]]));
-      // like the CLI: syntax errors of any file, else every file's semantic diagnostics
-      let diagnostics = (await rpc.request("getSyntacticDiagnostics", target)) ?? [];
-      if (!diagnostics.some((d) => d.category === 1)) {
-        const [semantic, program, global] = await Promise.all(["getSemanticDiagnostics", "getProgramDiagnostics",
-          "getGlobalDiagnostics"].map((method) => rpc.request(method, target)));
-        diagnostics = semantic ?? [];
-        // as a spawned run that fails without naming a file of the batch
-        const broken = [...(program ?? []), ...(global ?? [])].find((d) => d.category === 1);
-        const output = renderDiagnostics(diagnostics, fileCodes);
-        if (broken && output === "") throw new ServerFailure(`tsgo: TS${broken.code}: ${String(broken.text).slice(0, 300)}`);
-        return [output, names];
-      }
-      return [renderDiagnostics(diagnostics, fileCodes), names];
+      // asked together (one round trip); reported like the CLI: syntax errors of any file, else
+      // every file's semantic diagnostics
+      const [syntactic, semantic, program, global] = await Promise.all(["getSyntacticDiagnostics",
+        "getSemanticDiagnostics", "getProgramDiagnostics", "getGlobalDiagnostics"].map((method) => rpc.request(method, target)));
+      if ((syntactic ?? []).some((d) => d.category === 1)) return [renderDiagnostics(syntactic, fileCodes), names];
+      const output = renderDiagnostics(semantic ?? [], fileCodes);
+      // as a spawned run that fails without naming a file of the batch
+      const broken = [...(program ?? []), ...(global ?? [])].find((d) => d.category === 1);
+      if (broken && output === "") throw new ServerFailure(`tsgo: TS${broken.code}: ${String(broken.text).slice(0, 300)}`);
+      return [output, names];
     } finally {
       await Promise.all(roots.map((f) => fs.rm(f, { force: true })));
     }
