@@ -152,3 +152,12 @@ def test_the_server_engine_reuses_one_tsgo_and_restarts_it_after_a_failed_run(tm
 def test_an_unknown_engine_is_refused():
     with pytest.raises(ValueError, match="typecheck_engine"):
         NodePool(size=1, typecheck_engine="tsc")
+
+
+def test_the_pool_offers_exactly_the_workers_engines():
+    require_node_toolchain()
+    script = 'import { TYPECHECK_ENGINES } from "./lib/typecheck.mjs"; console.log(JSON.stringify(Object.keys(TYPECHECK_ENGINES)));'
+    out = subprocess.run([node_binary(), "--input-type=module", "-e", script], cwd=NODE_DIR, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == list(TYPECHECK_ENGINES)  # the same order: the default first
