@@ -224,7 +224,9 @@ def test_render_level_takes_the_hooks_verdict_from_the_engine(pool, engine):
     from botgrpo.sandbox import isolation as iso
     from tests.helpers import require_host
     require_host(iso.render_refusal(iso.detect().layers) is None, "bubblewrap with user namespaces (the render layers)")
-    code = CASES["react-hooks/rules-of-hooks"][0].replace("export function H", "export default function H")
+    # something visible: an empty render is its own verdict, which "hooks" does not replace
+    code = (CASES["react-hooks/rules-of-hooks"][0].replace("export function H", "export default function H")
+            .replace("<p />", "<p>on</p>"))
     result = pool.compile(code, "render", lint=engine, render={"props": {"on": True}})
     assert result.render.status == "hooks", result.render
     assert [d.rule for d in result.lint] == ["react-hooks/rules-of-hooks"]
