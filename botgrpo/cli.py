@@ -39,7 +39,8 @@ COMMANDS: dict[str, Command] = {
     "train": Command("train a policy with BoT-GRPO or a baseline", module="train"),
     "score": Command("score completions from a file and show per-token heat", module="score"),
     "eval": Command("evaluate a policy: compile rate per level, pass@k", module="eval"),
-    "demo": Command("the whole system on one machine: reward server, tiny policy, BoT-GRPO on React", module="demo"),
+    "demo": Command("the whole system on one machine: reward server, a policy, BoT-GRPO (--model tiny: React from "
+                    "scratch; --model smollm2: a real pretrained model on arithmetic)", module="demo"),
     "setup": Command("install the sandbox's compilers from their lockfile and report what the host provides",
                      module="setup"),
     "convert-gguf": Command("convert a GGUF file (default: the bundled SmolLM2-135M-Instruct) into a checkpoint",

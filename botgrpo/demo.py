@@ -91,8 +91,10 @@ def train_config(s: DemoSettings, paths: dict[str, str]):
                        micro_batch_size=32, progress=True)
 
 
-def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[Callable] = None) -> dict[str, Any]:
-    """Prepare, train, evaluate; returns the summary also written to ``<out>/<method>/summary.json``."""
+def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[Callable] = None,
+        console=None) -> dict[str, Any]:
+    """Prepare, train, evaluate; returns the summary also written to ``<out>/<method>/summary.json``.
+    (``console``: the CLI's, unused here; the demo recipes share one signature.)"""
     from botgrpo.embedded import reward_server_for
     from botgrpo.trainer.loop import Trainer
 
@@ -112,3 +114,20 @@ def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[C
                "evals": trainer.evals, "plot": str(Path(cfg.output_dir) / "curves.png"), "settings": asdict(s)}
     (Path(cfg.output_dir) / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def report(console, s: DemoSettings, summary: dict[str, Any]) -> None:
+    """The CLI's closing table: held-out rates, first against last."""
+    from rich.table import Table
+
+    table = Table(title=f"{s.method}: held-out prompts ({s.eval_prompts}), step 0 vs step {summary['steps']}")
+    for col in ("metric", "first", "last", "change"):
+        table.add_column(col, justify="right")
+    for label, key in (("compile rate", "compile_rate"),
+                       ("compiles and declares the named component", "compile_and_component_rate"),
+                       ("compiles and matches spec", "compile_and_spec_rate")):
+        first, last = summary[key]
+        if first is not None and last is not None:
+            table.add_row(label, f"{first:.3f}", f"{last:.3f}", f"{(last - first) * 100:+.1f} pts")
+    console.print(table)
+    console.print(f"{summary['seconds']:.0f} s in all; curves: {summary['plot']}")
