@@ -6,8 +6,9 @@ HTTP, the trainer's update (issue 21).
     .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name ws0-s1 --local-weight 0 --seed 1
     .venv-vllm/bin/python -m benchmarks.smollm2_rl report                     # JSON + PNG of every run
 
-Each run is :class:`botgrpo.trainer.loop.Trainer` (``engine: vllm``, chat-template prompts of
-:mod:`botgrpo.trainer.tasks.chat_arith`, the ``math`` scorer) fed by the reward server embedded in
+Each run is :class:`botgrpo.trainer.loop.Trainer` configured by
+:class:`botgrpo.trainer.recipes.ChatArith` (``engine: vllm``, chat-template prompts of
+:mod:`botgrpo.trainer.tasks.chat_arith`, the ``math`` scorer), fed by the reward server embedded in
 this process (:func:`botgrpo.embedded.reward_server_for`: FastAPI on uvicorn on a thread, spoken to
 over HTTP); ``--reward-url`` points it at a running server instead (Redis queue + ``botgrpo worker``).
 
@@ -34,7 +35,6 @@ from pathlib import Path
 
 ROOT = Path("runs/smollm2_rl")
 RESULTS = Path("docs/results/smollm2_rl")
-TRAIN_SEED, EVAL_SEED = 21, 22  # prompt seeds; the held-out set never overlaps the training draw's seed
 KEEP = ("step", "reward_mean", "reward_std", "pass_rate", "kl", "entropy", "grad_norm", "completion_len_mean",
         "time_generate", "time_score", "time_score_wait", "time_train", "time_step")
 
@@ -114,23 +114,14 @@ class MemoryProbe:
 
 
 # ---------------------------------------------------------------------- one run
-def _dataset(path: Path, tasks) -> str:
-    """Each question as one user message (the tokenizer's chat template applies)."""
-    with path.open("w") as f:
-        for t in tasks:
-            f.write(json.dumps({"prompt": [{"role": "user", "content": t.prompt.strip()}], "reference": t.reference}) + "\n")
-    return str(path)
-
-
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
     torch.set_num_threads(args.threads)
 
     from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.config import TrainConfig
     from botgrpo.trainer.loop import Trainer
-    from botgrpo.trainer.tasks import chat_arith
+    from botgrpo.trainer.recipes import ChatArith
 
     model = Path(args.model).expanduser()
     if not (model / "config.json").exists():
@@ -141,22 +132,10 @@ def run(args: argparse.Namespace) -> int:
     if (out / "result.json").exists():
         print(f"{out}: finished, skipped", flush=True)
         return 0
-    difficulty = {"max_operand": args.max_operand, "operators": tuple(args.operators)}
-    train = chat_arith.make_prompts(max(256, args.steps * args.prompts_per_step), TRAIN_SEED, **difficulty)
-    held_out = chat_arith.make_prompts(args.eval_prompts, EVAL_SEED, **difficulty)
-    options = {"extraction": args.extraction}
-    if args.local_weight is not None:
-        options["local_weight"] = args.local_weight
-    cfg = TrainConfig(
-        model=str(model), dataset=_dataset(out / "train.jsonl", train), eval_dataset=_dataset(out / "eval.jsonl", held_out),
-        eval_every=args.eval_every, eval_prompts=args.eval_prompts, output_dir=str(out / "trainer"), task="math",
-        task_options=options, reward_url=args.reward_url, method=args.method, engine="vllm", steps=args.steps,
-        max_seconds=args.max_seconds, group_size=args.group, prompts_per_step=args.prompts_per_step,
-        sampling={"max_new_tokens": args.max_new_tokens, "temperature": args.temperature}, lr=args.lr,
-        bf16=False, micro_batch_size=args.group * args.prompts_per_step, seed=args.seed, save_every=args.save_every,
-        resume=True, vllm_max_model_len=512, vllm_kwargs={"enforce_eager": True},
-        tensorboard=False, plot=False,
-        progress=False)
+    recipe = ChatArith(model=str(model), bf16=False, resume=True, engine="vllm", **{
+        k: tuple(v) if k == "operators" else v for k, v in settings_of(args).items()},
+        max_seconds=args.max_seconds, save_every=args.save_every)
+    cfg = recipe.train_config(out / "trainer", *recipe.write_datasets(out), reward_url=args.reward_url)
     started = time.time()
     with MemoryProbe(out / "memory.jsonl"), reward_server_for(cfg) as served:
         trainer = Trainer(served)
@@ -241,14 +220,17 @@ def report(args: argparse.Namespace) -> int:
 
 
 # the pre-registered comparison (docs/results/smollm2_rl/protocol.md): run name -> its flags
-STUDY_SEEDS = (1, 2, 3)  # seed 0 is the pilot (run "main"), never part of the study
-STUDY_ARMS = {"bot_grpo": ["--method", "bot_grpo"], "grpo": ["--method", "grpo"],
-              "ws0": ["--method", "bot_grpo", "--local-weight", "0"]}
 
 
 def study_cells() -> dict[str, list[str]]:
     """Every (arm, seed) of the study as ``{run name: flags}``."""
-    return {f"{arm}-s{seed}": [*flags, "--seed", str(seed)] for seed in STUDY_SEEDS for arm, flags in STUDY_ARMS.items()}
+    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS
+
+    def flags(fields: dict) -> list[str]:
+        return [part for key, value in fields.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+
+    return {f"{arm}-s{seed}": [*flags(fields), "--seed", str(seed)] for seed in STUDY_SEEDS
+            for arm, fields in STUDY_ARMS.items()}
 
 
 def committed(name: str, print_: str) -> bool:

@@ -2,7 +2,7 @@
 
 One place for what ``botgrpo demo --model smollm2`` (:mod:`botgrpo.real_demo`), the GPU check's
 real-model comparison (``benchmarks/gpu_check.py``) and the CPU study harness
-(``benchmarks/smollm2_rl.py``, which keeps its own copy for now) share, as in
+(``benchmarks/smollm2_rl.py``) share, as in
 ``docs/results/smollm2_rl/protocol.md``:
 
 * the task, :mod:`botgrpo.trainer.tasks.chat_arith` (one user message under the model's chat
