@@ -180,29 +180,11 @@ def summarise(out: Path) -> dict:
 
 
 def plot(summary: dict, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """One run's held-out and training-batch success, and its seconds per step split."""
+    from botgrpo.trainer.recipes import plot_runs
 
-    curve, evals = summary["curve"], summary["evals"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    left.plot([e["step"] for e in evals], [e["pass_rate"] for e in evals], marker="o", label="held-out success")
-    left.plot([r["step"] for r in curve], [r.get("pass_rate") for r in curve], alpha=0.5, label="training batch success")
-    left.set(xlabel="step", ylabel="success rate", ylim=(0, 1), title=f"{summary['run']}: SmolLM2-135M-Instruct, a + b")
-    left.legend()
-    steps = [r["step"] for r in curve]
-    gen = [r.get("time_generate") or 0 for r in curve]
-    train = [r.get("time_train") or 0 for r in curve]
-    wait = [r.get("time_score_wait") or 0 for r in curve]
-    right.bar(steps, gen, label="generate (vLLM)")
-    right.bar(steps, wait, bottom=gen, label="score wait (HTTP)")
-    right.bar(steps, train, bottom=[g + w for g, w in zip(gen, wait)], label="update")
-    right.plot(steps, [r.get("time_step") for r in curve], color="k", lw=1, label="step total")
-    right.set(xlabel="step", ylabel="seconds", title="wall time per step (1 thread)")
-    right.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plot_runs([{"label": summary["run"], "evals": summary["evals"], "curve": summary["curve"]}], path,
+              f"{summary['run']}: SmolLM2-135M-Instruct, a + b")
 
 
 def report(args: argparse.Namespace) -> int:
