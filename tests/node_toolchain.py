@@ -11,7 +11,7 @@ from botgrpo.sandbox.launcher import NODE_DIR, build_launch, node_binary
 
 INSTALL_HINT = "run `npm ci --prefix sandbox/node` (needs Node.js >= 18 on PATH)"
 _REQUIRED_MODULES = ("esbuild", "typescript", "tsgo", "@types/react", "react", "react-dom", "eslint",
-                     "eslint-plugin-react", "eslint-plugin-react-hooks", "@typescript-eslint/parser")
+                     "eslint-plugin-react", "eslint-plugin-react-hooks", "@typescript-eslint/parser", "oxlint")
 
 
 def require_node_toolchain() -> None:
