@@ -10,8 +10,10 @@ the TypeScript parser take a few hundred files to reach their steady speed in V8
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import time
+from typing import Iterator
 
 from botgrpo.sandbox.launcher import NODE_DIR
 from botgrpo.sandbox.node_pool import NodePool
@@ -57,6 +59,20 @@ export function TodoList{n}({{ title, initial = [] }}: Props) {{
 
 export default TodoList{n};
 '''
+
+
+def proc_cpu() -> Iterator[tuple[int, int, int, int]]:
+    """``(pid, ppid, pgrp, CPU ticks)`` of every live process (Linux /proc; ticks are utime +
+    stime + the reaped children's cutime + cstime, in ``os.sysconf("SC_CLK_TCK")`` units)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        yield int(entry), int(fields[1]), int(fields[2]), sum(int(x) for x in fields[11:15])
 
 
 def component(n: int) -> str:

@@ -18,33 +18,24 @@ import argparse
 import os
 import statistics
 
-from benchmarks.compile_throughput import bench_pool, component
+from benchmarks.compile_throughput import bench_pool, component, proc_cpu
 from botgrpo.sandbox.node_pool import TYPECHECK_ENGINES, NodePool
 
 
 def _tree_cpu_s(root: int | None = None) -> float:
     """CPU seconds of process ``root`` and all its descendants, alive or reaped (Linux /proc)."""
     root = root or os.getpid()
-    ticks = os.sysconf("SC_CLK_TCK")
     parents: dict[int, list[int]] = {}
     cpu: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(entry)
-        parents.setdefault(int(fields[1]), []).append(pid)
-        cpu[pid] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    for pid, ppid, _, ticks in proc_cpu():
+        parents.setdefault(ppid, []).append(pid)
+        cpu[pid] = ticks
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
         total += cpu.get(pid, 0)
         stack.extend(parents.get(pid, []))
-    return total / ticks
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv=None) -> None:
