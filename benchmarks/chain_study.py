@@ -70,7 +70,7 @@ def chain_setup(root: Path, budget: conv.Budget) -> dict[str, str]:
     write_jsonl(paths["eval_dataset"], chain.make_prompts(budget.eval_prompts, 2))
     if not (warm / "done.json").exists():
         pairs = chain.make_sft_corpus(CORPUS, 0, broken_share=BROKEN_SHARE)
-        build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=0, vocab_size=400)
+        build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=0, vocab_size=600)
         metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths

@@ -13,13 +13,13 @@ from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
 from botgrpo.reward_server.service import RequestRejected, ScoringService
 from botgrpo.trainer.tasks import chain
 
-# hand-written: start 20, apply + 3, - 5, + 9 (so 23, 18, 27)
-EXAMPLE = chain.ChainExample(20, (("+", 3), ("-", 5), ("+", 9)))
-RIGHT = "x = 20 + 3 = 23\nx = 23 - 5 = 18\nx = 18 + 9 = 27\nThe answer is \\boxed{27}."
-# step 2 applies - 4 for the prompt's - 5: its arithmetic is right, so only the chain sees it
-WRONG_OPERAND = "x = 20 + 3 = 23\nx = 23 - 4 = 19\nx = 19 + 9 = 28\nThe answer is \\boxed{28}."
-# step 2's arithmetic is off by one
-WRONG_RESULT = "x = 20 + 3 = 23\nx = 23 - 5 = 19\nx = 19 + 9 = 28\nThe answer is \\boxed{28}."
+# hand-written: start 12, apply + 3, - 5, + 4 (so 15, 10, 14)
+EXAMPLE = chain.ChainExample(12, (("+", 3), ("-", 5), ("+", 4)))
+RIGHT = "a: x = 12 + 3 = 15\nb: x = 15 - 5 = 10\nc: x = 10 + 4 = 14\nThe answer is \\boxed{14}."
+# step b applies - 4 for the prompt's - 5: its arithmetic is right, so only the chain sees it
+WRONG_OPERAND = "a: x = 12 + 3 = 15\nb: x = 15 - 4 = 11\nc: x = 11 + 4 = 15\nThe answer is \\boxed{15}."
+# step b's arithmetic is off by one
+WRONG_RESULT = "a: x = 12 + 3 = 15\nb: x = 15 - 5 = 11\nc: x = 11 + 4 = 15\nThe answer is \\boxed{15}."
 
 
 def test_generator_is_seeded_and_in_range():
@@ -27,12 +27,29 @@ def test_generator_is_seeded_and_in_range():
     assert a == b and a != chain.make_examples(50, 8)
     for example in a:
         assert 8 <= len(example.operations) <= 12
-        assert all(op in "+-" and 1 <= d <= 9 for op, d in example.operations)
+        assert all(op in "+-" and 1 <= d <= chain.MAX_DIGIT for op, d in example.operations)
         values = [int(line.rsplit("=", 1)[1]) for line in example.chain]
-        assert all(chain.LOW <= v <= chain.HIGH for v in values) and values[-1] == example.answer
-        assert 100 <= len(example.completion()) <= 260  # 8-12 lines of ~16 characters and the answer
+        assert all(chain.KEEP_LOW <= v <= chain.KEEP_HIGH for v in values) and values[-1] == example.answer
+        assert [line[0] for line in example.chain] == list(chain.LABELS[:len(example.operations)])
+        assert 150 <= len(example.completion()) <= 260  # 8-12 lines of 18 characters and the answer
         task = example.task
         assert task.prompt.endswith("\n") and task.reference == {"answer": str(example.answer), "chain": example.chain}
+        for label, (op, digit) in zip(chain.LABELS, example.operations):   # each operand found by its label
+            assert f"{label}: {op} {digit}" in task.prompt
+
+
+def test_one_mistake_keeps_every_value_in_range():
+    rng = random.Random(1)
+    for example in chain.make_examples(200, 4):
+        for kind in chain.CORRUPTIONS:
+            lines = chain.corrupt(kind, example, rng).split("\n")[:-1]
+            assert all(chain.LOW <= int(line.rsplit("=", 1)[1]) <= chain.HIGH for line in lines)
+
+
+@pytest.mark.parametrize("length", [{"min_steps": 0}, {"min_steps": 5, "max_steps": 4}, {"max_steps": 13}])
+def test_an_impossible_length_is_refused(length):
+    with pytest.raises(ValueError, match="min_steps"):
+        chain.make_example(random.Random(0), **length)
 
 
 def test_every_right_step_checks_and_a_corpus_has_its_share_of_mistakes():
@@ -46,10 +63,9 @@ def test_every_right_step_checks_and_a_corpus_has_its_share_of_mistakes():
 
 def _chain_of(prompt: str) -> list[str]:
     """The reference chain of a corpus prompt, re-derived from its text."""
-    words = prompt.split()
-    start = int(words[2])
-    ops = prompt.split("apply ", 1)[1].rsplit(" in order", 1)[0].split(", ")
-    return chain.ChainExample(start, tuple((o[0], int(o[2:])) for o in ops)).chain
+    start = int(prompt.split()[2])
+    ops = prompt.strip().split("\n")[1:]   # "a: + 3"
+    return chain.ChainExample(start, tuple((o[3], int(o[5:])) for o in ops)).chain
 
 
 def test_first_wrong_step_by_hand():
@@ -57,9 +73,9 @@ def test_first_wrong_step_by_hand():
     assert chain.first_wrong_step(EXAMPLE.chain, RIGHT) is None
     assert chain.first_wrong_step(EXAMPLE.chain, WRONG_OPERAND) == 1
     assert chain.first_wrong_step(EXAMPLE.chain, WRONG_RESULT) == 1
-    assert chain.first_wrong_step(EXAMPLE.chain, RIGHT.replace("{27}", "{28}")) == 3  # the answer line
-    assert chain.first_wrong_step(EXAMPLE.chain, "x = 20 + 3 = 23") == 1                # stopped early
-    assert EXAMPLE.completion(error_at=1, kind="wrong_operand", error=8) == WRONG_OPERAND  # 5 -> (4+8)%9+1 = 4
+    assert chain.first_wrong_step(EXAMPLE.chain, RIGHT.replace("{14}", "{15}")) == 3  # the answer line
+    assert chain.first_wrong_step(EXAMPLE.chain, "a: x = 12 + 3 = 15") == 1            # stopped early
+    assert EXAMPLE.completion(error_at=1, kind="wrong_operand", error=4) == WRONG_OPERAND  # 5 -> (4+4)%5+1 = 4
     assert EXAMPLE.completion(error_at=1, kind="wrong_result", error=1) == WRONG_RESULT
     rng = random.Random(0)
     for example in chain.make_examples(30, 5):
@@ -72,10 +88,10 @@ def test_oracle_blames_exactly_the_first_wrong_line():
     line2 = (WRONG_OPERAND.index("\n") + 1, WRONG_OPERAND.index("\n", WRONG_OPERAND.index("\n") + 1))
     [span] = oracle_blame(WRONG_OPERAND, EXAMPLE.chain)
     assert (span.start, span.end, span.score) == (*line2, -1.0)
-    assert WRONG_OPERAND[span.start:span.end] == "x = 23 - 4 = 19"
+    assert WRONG_OPERAND[span.start:span.end] == "b: x = 15 - 4 = 11"
     assert oracle_blame(RIGHT, EXAMPLE.chain) == []
-    [tail] = oracle_blame(RIGHT.replace("{27}", "{28}"), EXAMPLE.chain)
-    assert RIGHT[tail.start:tail.end] == "The answer is \\boxed{27}."
+    [tail] = oracle_blame(RIGHT.replace("{14}", "{15}"), EXAMPLE.chain)
+    assert RIGHT[tail.start:tail.end] == "The answer is \\boxed{14}."
 
 
 def _score(completion: str, **options):
@@ -89,14 +105,14 @@ def test_the_scorer_outcome_is_the_chain_and_the_signals_differ_where_they_shoul
     # a wrong operand: the steps' own arithmetic is right, so the real signal blames nothing
     assert _score(WRONG_OPERAND).passed is False and _score(WRONG_OPERAND).local == []
     [oracle] = _score(WRONG_OPERAND, local="oracle").local
-    assert WRONG_OPERAND[oracle.start:oracle.end] == "x = 23 - 4 = 19"
+    assert WRONG_OPERAND[oracle.start:oracle.end] == "b: x = 15 - 4 = 11"
     # a wrong result: the real signal blames from that step to the end, the oracle that step alone
     [steps] = _score(WRONG_RESULT).local
-    assert (steps.start, steps.end) == (WRONG_RESULT.index("23 - 5"), len(WRONG_RESULT))
+    assert (steps.start, steps.end) == (WRONG_RESULT.index("15 - 5"), len(WRONG_RESULT))
     [oracle] = _score(WRONG_RESULT, local="oracle").local
-    assert WRONG_RESULT[oracle.start:oracle.end] == "x = 23 - 5 = 19"
+    assert WRONG_RESULT[oracle.start:oracle.end] == "b: x = 15 - 5 = 11"
     # without a chain in the reference the oracle falls back to the steps signal
-    [result] = MathScorer().score_batch([Rollout(WRONG_RESULT, reference={"answer": "27"})], MathOptions(local="oracle"))
+    [result] = MathScorer().score_batch([Rollout(WRONG_RESULT, reference={"answer": "14"})], MathOptions(local="oracle"))
     assert [(s.start, s.end) for s in result.local] == [(steps.start, steps.end)]
 
 

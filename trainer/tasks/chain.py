@@ -1,18 +1,28 @@
 """Step chains: long running-arithmetic solutions whose first wrong step is known exactly.
 
-A prompt gives a start value and 8 to 12 operations (``+ d`` / ``- d``, one digit each, the
-running value kept in ``[0, 99]``); the correct completion applies them one per line, each line
-a step the math scorer checks exactly, and ends with a boxed answer::
+A prompt gives a start value and 8 to 12 labelled operations (``a: + d``, ``b: - d``, ...; one
+digit ``d`` in 1..:data:`MAX_DIGIT` each, the running value kept in ``[KEEP_LOW, KEEP_HIGH]``);
+the correct completion applies them one per line, each line a step the math scorer checks
+exactly, and ends with a boxed answer::
 
-    Start at 37 and apply + 8, - 5, + 9, ... in order.\\n
-    x = 37 + 8 = 45
-    x = 45 - 5 = 40
-    x = 40 + 9 = 49
+    Start at 14 and apply in order:
+    a: + 4
+    b: - 3
+    c: + 5
     ...
-    The answer is \\boxed{52}.
+    a: x = 14 + 4 = 18
+    b: x = 18 - 3 = 15
+    c: x = 15 + 5 = 20
+    ...
+    The answer is \\boxed{17}.
 
-The reference holds the answer and the chain of correct step lines (``{"answer": "52", "chain":
-["x = 37 + 8 = 45", ...]}``), which the math scorer's ``oracle`` local signal compares line by
+The labels make each step's operand a lookup by key (the line's label, the same token at the start
+of a prompt line and of a step line) rather than by counting positions, and the small range keeps the arithmetic to a few hundred facts: both so
+that a policy of under a million parameters can learn the steps from a warm start (a first
+version, values to 99 and no labels, learned neither; docs/results/chain/README.md).
+
+The reference holds the answer and the chain of correct step lines (``{"answer": "17", "chain":
+["a: x = 14 + 4 = 18", ...]}``), which the math scorer's ``oracle`` local signal compares line by
 line: the first line that differs from it is *the* first wrong step. Why this task: every step
 is easy, so a warm start is right on most of them, but a chain needs all of them right; a
 failing chain is typically one wrong step among many right ones, where per-token credit has the
@@ -35,24 +45,27 @@ from dataclasses import dataclass
 
 from .base import Task, format_prompt, write_jsonl
 
-LOW, HIGH = 0, 99
+MAX_DIGIT = 5
+KEEP_LOW, KEEP_HIGH = 10, 20   # a correct chain stays here; one mistake moves it by at most 2 * MAX_DIGIT
+LOW, HIGH = KEEP_LOW - 2 * MAX_DIGIT, KEEP_HIGH + 2 * MAX_DIGIT   # every value any corpus line holds
+LABELS = "abcdefghijkl"
 CORRUPTIONS = ("wrong_result", "wrong_operand", "wrong_operator")
 
 
 @dataclass(frozen=True)
 class ChainExample:
-    """A start value and its ``(operator, digit)`` operations."""
+    """A start value and its ``(operator, digit)`` operations (at most ``len(LABELS)``)."""
 
     start: int
     operations: tuple[tuple[str, int], ...]
 
     @property
     def instruction(self) -> str:
-        ops = ", ".join(f"{op} {d}" for op, d in self.operations)
-        return f"Start at {self.start} and apply {ops} in order."
+        ops = "".join(f"\n{label}: {op} {d}" for label, (op, d) in zip(LABELS, self.operations))
+        return f"Start at {self.start} and apply in order:{ops}"
 
     def lines(self, error_at: int | None = None, kind: str = "wrong_result", error: int = 1) -> list[str]:
-        """The step lines ``x = a op d = b``; with ``error_at``, step ``error_at`` carries the
+        """The step lines ``<label>: x = a op d = b``; with ``error_at``, step ``error_at`` carries the
         mistake ``kind`` (``error``: the offset of a wrong result or operand) and later steps
         build on its value."""
         value, out = self.start, []
@@ -64,7 +77,7 @@ class ChainExample:
             result = value + digit if op == "+" else value - digit
             if index == error_at and kind == "wrong_result":
                 result += error
-            out.append(f"x = {value} {op} {digit} = {result}")
+            out.append(f"{LABELS[index]}: x = {value} {op} {digit} = {result}")
             value = result
         return out
 
@@ -90,19 +103,23 @@ class ChainExample:
 
 
 def _other_digit(digit: int, offset: int) -> int:
-    """A digit in 1..9 other than ``digit`` (``offset`` steps away, wrapping)."""
-    return (digit - 1 + offset) % 9 + 1 if offset % 9 else digit % 9 + 1
+    """A digit in 1..MAX_DIGIT other than ``digit`` (``offset`` steps away, wrapping)."""
+    return (digit - 1 + offset) % MAX_DIGIT + 1 if offset % MAX_DIGIT else digit % MAX_DIGIT + 1
 
 
 def make_example(rng: random.Random, min_steps: int = 8, max_steps: int = 12) -> ChainExample:
-    """``min_steps``..``max_steps`` one-digit operations from a start in 10..60; each operator is
-    drawn among those that keep the value in ``[LOW, HIGH]`` even after a mistake of up to 9."""
-    start = value = rng.randint(10, 60)
+    """``min_steps``..``max_steps`` operations of a digit in 1..MAX_DIGIT from a start in
+    ``[KEEP_LOW, KEEP_HIGH]``; each operator is drawn among those that keep the correct value
+    there (one always does: the range is wider than a digit), so a chain with one mistake
+    stays in ``[LOW, HIGH]``."""
+    if not 1 <= min_steps <= max_steps <= len(LABELS):
+        raise ValueError(f"steps must satisfy 1 <= min_steps <= max_steps <= {len(LABELS)}")
+    start = value = rng.randint(KEEP_LOW, KEEP_HIGH)
     operations = []
     for _ in range(rng.randint(min_steps, max_steps)):
-        digit = rng.randint(1, 9)
-        allowed = [op for op in "+-" if LOW + 18 <= (value + digit if op == "+" else value - digit) <= HIGH - 18]
-        op = rng.choice(allowed or ["+" if value < 50 else "-"])
+        digit = rng.randint(1, MAX_DIGIT)
+        allowed = [op for op in "+-" if KEEP_LOW <= (value + digit if op == "+" else value - digit) <= KEEP_HIGH]
+        op = rng.choice(allowed)
         operations.append((op, digit))
         value = value + digit if op == "+" else value - digit
     return ChainExample(start, tuple(operations))
@@ -122,7 +139,7 @@ def corrupt(kind: str, example: ChainExample, rng: random.Random) -> str:
     """A completion of ``example`` with one mistake of ``kind`` at a random step."""
     if kind not in CORRUPTIONS:
         raise ValueError(f"unknown corruption {kind!r}; choose one of {CORRUPTIONS}")
-    error = rng.choice([-3, -2, -1, 1, 2, 3]) if kind == "wrong_result" else rng.randint(1, 8)
+    error = rng.choice([-3, -2, -1, 1, 2, 3]) if kind == "wrong_result" else rng.randint(1, MAX_DIGIT - 1)
     return example.completion(error_at=rng.randrange(len(example.operations)), kind=kind, error=error)
 
 
@@ -155,5 +172,5 @@ def _squash(text: str) -> str:
     return "".join(text.split())
 
 
-__all__ = ["CORRUPTIONS", "ChainExample", "corrupt", "first_wrong_step", "make_example", "make_examples",
+__all__ = ["CORRUPTIONS", "LABELS", "ChainExample", "corrupt", "first_wrong_step", "make_example", "make_examples",
            "make_prompts", "make_sft_corpus", "write_jsonl"]
