@@ -33,7 +33,8 @@ from botgrpo.trainer.tasks.base import write_jsonl
 
 # The warm start (set on the pilots, see protocol.md): corpus share with one mistake, SFT steps.
 BROKEN_SHARE = 0.75
-WARM_STEPS = 1500
+WARM_STEPS = 5000
+PROFILE_EVERY, PROFILE_PROMPTS = 500, 32   # the warm start's held-out profile while it trains
 CORPUS = 6000
 MAX_NEW_TOKENS = 160
 PILOT_SEEDS = tuple(range(100, 110))
@@ -59,7 +60,12 @@ ROWS: tuple[tuple[str, str, dict, dict], ...] = (   # (label, method, scorer opt
 )
 
 
-def chain_setup(root: Path, budget: conv.Budget) -> dict[str, str]:
+def load_tokenizer(model_dir):
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(model_dir)
+
+
+def chain_setup(root: Path, budget: conv.Budget, threads: int | None = None) -> dict[str, str]:
     """Train and held-out chain prompts and the tiny warm-started policy (shared by every run)."""
     from botgrpo.trainer.sft import build_tiny_policy, sft
 
@@ -71,7 +77,18 @@ def chain_setup(root: Path, budget: conv.Budget) -> dict[str, str]:
     if not (warm / "done.json").exists():
         pairs = chain.make_sft_corpus(CORPUS, 0, broken_share=BROKEN_SHARE)
         build_tiny_policy([p + c for p, c in pairs], warm / "model", seed=0, vocab_size=600)
-        metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0)
+        tokenizer, probe = load_tokenizer(warm / "model"), chain.make_prompts(PROFILE_PROMPTS, 3)
+        log_path = warm / "profile-log.jsonl"
+        log_path.unlink(missing_ok=True)
+
+        def profile(step: int, model) -> None:   # the warm start's accuracy as it trains (prompts of seed 3)
+            line = json.dumps({"step": step, **warm_profile(model, tokenizer, probe, samples=4)})
+            print(line, flush=True)
+            with log_path.open("a") as f:
+                f.write(line + "\n")
+
+        metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0, threads=threads,
+                      log=lambda text: print(text, flush=True), every=PROFILE_EVERY, on_every=profile)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths
 
@@ -79,17 +96,14 @@ def chain_setup(root: Path, budget: conv.Budget) -> dict[str, str]:
 conv.SETTINGS["chain"] = conv.Setting(chain_setup, {"local": "steps"}, MAX_NEW_TOKENS, (), scorer="math")
 
 
-def warm_profile(model_dir: str, tasks, samples: int = 4, seed: int = 0) -> dict:
-    """The warm start's held-out profile at temperature 1 (as the trainer samples): whole-chain
+def warm_profile(model, tokenizer, tasks, samples: int = 4, seed: int = 0) -> dict:
+    """The policy's held-out profile at temperature 1 (as the trainer samples): whole-chain
     success, per-step accuracy (steps up to and including the first wrong one), the share of
     failures with exactly one line off the chain, and the share of groups of ``samples`` that
     fail entirely."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
     ok = steps_right = steps_seen = one_off = failed = all_fail = 0
     for task in tasks:
         ids = tokenizer(task.prompt, return_tensors="pt").input_ids.repeat(samples, 1)
@@ -153,8 +167,12 @@ def main(argv: Optional[list[str]] = None) -> None:
         from botgrpo.trainer.tasks.base import read_jsonl
 
         torch.set_num_threads(args.threads)
-        paths = chain_setup(out, budget)
-        profile = warm_profile(paths["model"], read_jsonl(paths["eval_dataset"]), samples=RL["group_size"])
+        from transformers import AutoModelForCausalLM
+
+        paths = chain_setup(out, budget, threads=args.threads)
+        model = AutoModelForCausalLM.from_pretrained(paths["model"]).eval()
+        profile = warm_profile(model, load_tokenizer(paths["model"]), read_jsonl(paths["eval_dataset"]),
+                               samples=RL["group_size"])
         record = {"command": command, "model": paths["model"], "fingerprint": conv.fingerprint(paths["model"]),
                   "broken_share": BROKEN_SHARE, "sft_steps": WARM_STEPS, **profile}
         (Path(paths["model"]).parent / "profile.json").write_text(json.dumps(record, indent=1))

@@ -70,3 +70,22 @@ def test_sampling_returns_one_completion_per_prompt(policy_dir):
     prompts = [t.prompt for t in react.make_prompts(3, seed=0)]
     completions = sft_module.sample_completions(policy_dir, prompts, max_new_tokens=8)
     assert len(completions) == 3 and all(isinstance(c, str) for c in completions)
+
+
+def test_a_periodic_hook_sees_the_model_in_eval_mode_and_changes_nothing_trained(tmp_path, pairs):
+    """``on_every`` runs at steps 5 and 10 of 12; one that draws random numbers (as a sampling
+    profile does) leaves the trained weights bit-identical to a run without it."""
+    def train(name: str, hook) -> torch.Tensor:
+        policy = sft_module.build_tiny_policy([p + c for p, c in pairs], tmp_path / name, hidden=32, layers=1,
+                                              vocab_size=600, seed=0)
+        sft_module.sft(policy, pairs, max_steps=12, max_seconds=None, batch_size=4, threads=1, every=5, on_every=hook)
+        return AutoModelForCausalLM.from_pretrained(policy).model.embed_tokens.weight
+
+    seen = []
+
+    def hook(step, model):
+        seen.append((step, model.training))
+        torch.rand(1000)   # consumes torch's random state
+
+    assert torch.equal(train("with", hook), train("without", None))
+    assert seen == [(5, False), (10, False)]

@@ -26,7 +26,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
@@ -113,19 +113,22 @@ def collate(encoded: Sequence[tuple[list[int], int]], indices: Sequence[int], pa
 
 def sft(model_dir: str | Path, pairs: Sequence[tuple[str, str]], *, max_seconds: float | None = 90.0,
         max_steps: int | None = None, batch_size: int = 16, lr: float = 5e-3, warmup_steps: int = 20,
-        seed: int = 0, log: Callable[[str], None] | None = None) -> SFTMetrics:
+        seed: int = 0, log: Callable[[str], None] | None = None, threads: int | None = None,
+        every: int = 0, on_every: Callable[[int, Any], None] | None = None) -> SFTMetrics:
     """Supervised next-token training of the policy in ``model_dir`` on ``pairs``; saves it back.
 
     Stops at ``max_steps`` or after ``max_seconds``, whichever comes first (at least one must
     be set). The learning rate warms up linearly, then follows a cosine to 10% over the run's
     progress (steps or seconds, whichever is further along), so a time-bounded run still ends
-    on a small learning rate.
+    on a small learning rate. ``threads``: torch threads (None: every core). ``on_every(step,
+    model)`` runs every ``every`` steps (a held-out profile, say) in eval mode and with torch's
+    random state restored after it, so it does not change what is trained.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if max_seconds is None and max_steps is None:
         raise ValueError("set max_seconds or max_steps")
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(threads or os.cpu_count() or 1)
     torch.manual_seed(seed)
     rng = random.Random(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -158,6 +161,11 @@ def sft(model_dir: str | Path, pairs: Sequence[tuple[str, str]], *, max_seconds:
         if log and metrics.steps % 50 == 0:
             total = f"/{max_steps}" if max_steps else ""
             log(f"step {metrics.steps}{total} loss {metrics.last_loss:.3f} {time.perf_counter() - start:.0f}s")
+        if on_every and every and metrics.steps % every == 0:
+            model.eval()
+            with torch.random.fork_rng():
+                on_every(metrics.steps, model)
+            model.train()
     metrics.seconds = time.perf_counter() - start
     model.save_pretrained(model_dir)
     return metrics
