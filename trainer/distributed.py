@@ -116,8 +116,10 @@ def full_state_dicts(model: torch.nn.Module, optimizer, d: Dist) -> tuple[dict, 
 
 
 def load_full_state_dicts(model: torch.nn.Module, optimizer, model_state: dict, optimizer_state: dict, d: Dist) -> None:
-    if not d.enabled:
-        model.load_state_dict(model_state)
+    """Every rank passes the full states it read from the checkpoint: an unsharded model (one
+    process, DDP) loads them as they are on each rank; FSDP shards rank 0's (a collective)."""
+    if not any(hasattr(p, "full_tensor") for p in model.parameters()):
+        unwrap(model).load_state_dict(model_state)
         optimizer.load_state_dict(optimizer_state)
         return
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
