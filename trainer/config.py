@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from botgrpo.trainer.algorithm import FIELDS as ALGORITHM_FIELDS
 from botgrpo.trainer.algorithm import AlgorithmSettings, resolve
+from botgrpo.trainer.lora import LoraSettings
 from botgrpo.trainer.presets import PRESETS, preset
 from botgrpo.trainer.rollout.base import SamplingParams
 
@@ -80,6 +81,8 @@ class _TrainSettings(BaseModel):
     disable_dropout: bool = Field(True, description="no dropout in the update (its log-probs then match the rollouts')")
     seed: int = Field(0, description="seeds prompt order, sampling and init")
     distributed: Literal["ddp", "fsdp", "none"] = Field("ddp", description="under torchrun")
+    lora: Optional[LoraSettings] = Field(None, description="train LoRA adapters on the frozen model (extra [lora]): "
+                                         "{r, alpha, dropout, target_modules}; unset: full fine-tune")
 
     # bookkeeping
     save_every: int = Field(0, ge=0, description="steps between checkpoints (0: only at the end)")
@@ -91,6 +94,18 @@ class _TrainSettings(BaseModel):
     @model_validator(mode="after")
     def _method_resolves(self) -> "_TrainSettings":
         self.algorithm()  # an unknown preset or a bad combination fails here, before anything loads
+        return self
+
+    @model_validator(mode="after")
+    def _lora_combines(self) -> "_TrainSettings":
+        if self.lora is None:
+            return self
+        if self.distributed == "fsdp":
+            raise ValueError("lora is not supported with distributed: fsdp (the adapters' export gathers no "
+                             "shards): use distributed: ddp")
+        if self.lora.dropout > 0 and self.disable_dropout:
+            raise ValueError("lora.dropout > 0 needs disable_dropout: false (disable_dropout switches every "
+                             "dropout off, the adapters' too)")
         return self
 
     def algorithm(self) -> AlgorithmSettings:

@@ -24,7 +24,7 @@ from typing import Any, Optional
 import torch
 from transformers import AutoTokenizer
 
-from botgrpo.trainer import checkpoint
+from botgrpo.trainer import checkpoint, lora
 from botgrpo.trainer.advantages import compute_advantages
 from botgrpo.trainer.config import TrainConfig
 from botgrpo.trainer.data import PromptOrder, load_examples
@@ -88,18 +88,19 @@ class Trainer:
             enable_gradient_checkpointing(model)
         if cfg.packing:  # sdpa for rollouts and padded rows; per-sequence attention for packed rows
             enable_packed_attention(model)
-        self.ref = None
-        if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
-            self.ref = load_causal_lm(cfg.model, self.device).eval().requires_grad_(False)
-            disable_dropout(self.ref)
-            if cfg.packing:
-                enable_packed_attention(self.ref)
         # the asynchronous pipeline samples from a copy of its own (plain, unsharded: no collectives
-        # on the sampling thread), given the policy's weights before each update
+        # on the sampling thread; without adapters: LoRA's are merged into what it is given), given
+        # the policy's weights before each update
         self._sampler = (copy.deepcopy(model).eval().requires_grad_(False)
                          if cfg.async_steps and cfg.engine == "hf" else None)
+        if cfg.lora is not None:  # adapters on the frozen model (botgrpo.trainer.lora)
+            model = lora.apply_lora(model, cfg.lora)
+        self.ref = None
+        if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
+            self.ref = lora.AdapterDisabled(model) if cfg.lora is not None else self._reference()
         self.model = wrap(model, cfg.distributed, self.d)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.optimizer = torch.optim.AdamW(lora.trainable_parameters(self.model), lr=cfg.lr,
+                                           weight_decay=cfg.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _schedule(cfg))
         self.sharded = self.d.enabled and cfg.distributed == "fsdp"
         self.order = PromptOrder(len(self.examples), cfg.seed)
@@ -127,6 +128,14 @@ class Trainer:
             self._pending.scores = self._submit(self._pending.batch, self._pending.indices)
         self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
 
+    def _reference(self) -> torch.nn.Module:
+        """A frozen copy of the starting policy (a full fine-tune's KL reference)."""
+        ref = load_causal_lm(self.cfg.model, self.device).eval().requires_grad_(False)
+        disable_dropout(ref)
+        if self.cfg.packing:
+            enable_packed_attention(ref)
+        return ref
+
     def _device(self) -> torch.device:
         if not torch.cuda.is_available():
             return torch.device("cpu")
@@ -136,8 +145,9 @@ class Trainer:
     def _engine(self, synced):
         if self.cfg.engine == "vllm":
             from botgrpo.trainer.rollout.vllm import VLLMEngine
-            c = self.cfg
-            return VLLMEngine(unwrap(self.model), self.tokenizer, self.resumed_from or c.model, seed=c.seed,
+            c = self.cfg  # a LoRA checkpoint holds an adapter only: its engine starts from the base model
+            start = c.model if c.lora is not None else (self.resumed_from or c.model)
+            return VLLMEngine(unwrap(self.model), self.tokenizer, start, seed=c.seed,
                               encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16, sleep=c.vllm_sleep,
                               gpu_memory_utilization=c.vllm_gpu_memory_utilization,
                               max_model_len=c.vllm_max_model_len,
@@ -295,22 +305,27 @@ class Trainer:
             f.write(json.dumps(result) + "\n")
         return result
 
-    def save(self) -> Optional[Path]:
+    def save(self, final: bool = False) -> Optional[Path]:
+        """A checkpoint of this step (every rank calls it); the ``final`` one of a LoRA run also
+        holds the merged model (``checkpoint-<step>/merged``)."""
         model_state, optimizer_state = full_state_dicts(self.model, self.optimizer, self.d)  # every rank
         extra = {"data": self.order.state_dict(), "evals": self.evals}
         if self._background is not None:  # every rank's next batch: a resume trains on it
             extra["pending"] = gather_objects(self._pending.state_dict() if self._pending else None, self.d)
         if not self.d.main:
             return None
-        return checkpoint.save(self.out, self.step, unwrap(self.model), self.tokenizer, model_state, optimizer_state,
+        path = checkpoint.save(self.out, self.step, unwrap(self.model), self.tokenizer, model_state, optimizer_state,
                                self.scheduler, extra)
+        if final:
+            lora.save_merged(unwrap(self.model), self.tokenizer, path / lora.MERGED_DIR)
+        return path
 
     def _resume(self) -> None:
         path = broadcast_object(str(checkpoint.latest(self.out) or ""), self.d)
         if not path:
             return
         state = checkpoint.restore(Path(path), self.scheduler)
-        model_state = load_causal_lm(path, "cpu").state_dict()
+        model_state = lora.checkpoint_state(unwrap(self.model), Path(path))
         load_full_state_dicts(self.model, self.optimizer, model_state, state.pop("optimizer"), self.d)
         self.step, self.evals, self.resumed_from = state["step"], state.get("evals", []), path
         self.order.load_state_dict(state["data"])
@@ -347,7 +362,7 @@ class Trainer:
             if cfg.save_every and self.step % cfg.save_every == 0:
                 self.save()
         self.evaluate()
-        self.save()
+        self.save(final=True)
         if cfg.plot and self.d.main and (self.out / "metrics.jsonl").exists():
             plot(read(self.out / "metrics.jsonl"), self.out / "curves.png", title=f"{cfg.method} on {cfg.task}",
                  evals=self.evals)

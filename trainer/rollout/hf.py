@@ -17,7 +17,7 @@ one global RNG, so a rollout depends on which other prompts share its batch. Her
   finished, because every sharded forward is a collective;
 * with ``source`` (the asynchronous pipeline) the engine samples from a model of its own and
   copies ``source``'s weights into it in :meth:`prepare` (on the trainer's thread, when the
-  policy has changed): after that, :meth:`generate` reads nothing of the policy, so it can run on
+  policy has changed; a LoRA policy's merged, :func:`~trainer.lora.export_weights`): after that, :meth:`generate` reads nothing of the policy, so it can run on
   another thread while the policy is updated.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from ..distributed import full_weights
+from ..lora import base_model, export_weights
 from ..precision import autocast
 from .alignment import token_spans
 from .base import RolloutBatch, SamplingParams
@@ -97,7 +97,7 @@ class HFEngine:
         if not self.stale:
             return
         own = self.model.state_dict()
-        for name, tensor in full_weights(self.source, next(self.model.parameters()).dtype):
+        for name, tensor in export_weights(self.source, next(self.model.parameters()).dtype):
             own[name].copy_(tensor)
         self.stale = False
 
@@ -193,7 +193,7 @@ class HFEngine:
     def _forward(self, cache=None, **inputs):
         """One forward returning only the last position's logits, across transformers versions
         (the KV cache argument is ``cache`` from 5.x on, ``past_key_values`` before)."""
-        params = _forward_params(type(self.model))
+        params = _forward_params(type(base_model(self.model)))  # under a peft wrapper: the model it passes them to
         if "logits_to_keep" in params:
             inputs["logits_to_keep"] = 1
         if cache is not None:

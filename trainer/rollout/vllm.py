@@ -14,7 +14,9 @@ docs/trainer.md for what ran on a GPU.
 * **Weight sync through the worker's API.** ``LLM.collective_rpc("reload_weights",
   kwargs={"weights_iterator": ...})`` (vLLM's in-place reload, which runs the model's own
   ``load_weights`` and its post-processing) is fed full tensors: under FSDP each parameter is
-  gathered (``DTensor.full_tensor``) one at a time, cast to the engine's dtype first.
+  gathered (``DTensor.full_tensor``) one at a time, cast to the engine's dtype first; a LoRA
+  policy's adapted layers as ``W + (alpha / r) · B A`` under the base model's names
+  (:func:`~trainer.lora.export_weights`).
 * **Sleep level 2, tagged wake-ups.** Between generations the engine sleeps at level 2 (weights
   and KV cache freed: nothing of vLLM's stays on the GPU during the update). Before a generation
   it wakes the weights only, loads the policy's weights into them, then wakes the KV cache, so
@@ -53,7 +55,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from ..distributed import full_weights  # noqa: F401  (re-exported: the engine's weight source)
+from ..lora import export_weights
 from .alignment import token_spans
 from .base import RolloutBatch, SamplingParams
 from .prompts import PromptEncoder, stop_token_ids
@@ -186,7 +188,7 @@ class VLLMEngine:
         self.stale = True
 
     def _load_weights(self) -> None:
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": full_weights(self.model, self.dtype),
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": export_weights(self.model, self.dtype),
                                                           "is_checkpoint_format": True})
         self.llm.reset_prefix_cache()
         self.stale = False
