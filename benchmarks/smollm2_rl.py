@@ -56,10 +56,12 @@ def fingerprint(model_dir: Path) -> str:
 
 
 def settings_of(args: argparse.Namespace) -> dict:
-    """What defines a run (two invocations with the same name must agree on all of it)."""
+    """What defines a run (two invocations with the same name must agree on all of it); the LoRA
+    fields only when set, so a full fine-tune's record reads as it did before they existed."""
     keys = ("method", "seed", "local_weight", "steps", "prompts_per_step", "group", "lr", "temperature",
             "max_new_tokens", "eval_every", "eval_prompts", "max_operand", "operators", "extraction")
-    return {k: getattr(args, k) for k in keys}
+    lora = {k: getattr(args, k, None) for k in ("lora_r", "lora_alpha")}
+    return {**{k: getattr(args, k) for k in keys}, **{k: v for k, v in lora.items() if v is not None}}
 
 
 def check_manifest(path: Path, manifest: dict) -> None:
@@ -273,6 +275,8 @@ def main(argv=None) -> int:
     r.add_argument("--max-operand", type=int, default=30)
     r.add_argument("--operators", nargs="+", default=["+"])
     r.add_argument("--extraction", default="boxed", choices=["boxed", "latex"])
+    r.add_argument("--lora-r", type=int, default=None, help="LoRA rank (unset: full fine-tune)")
+    r.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (unset: the trainer's default)")
     r.add_argument("--save-every", type=int, default=10)
     r.add_argument("--max-seconds", type=float, default=None, help="this invocation's wall-time cap")
     r.add_argument("--reward-url", default=None, help="a running reward server (unset: embedded in-process)")

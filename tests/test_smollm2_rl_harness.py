@@ -39,3 +39,22 @@ def test_the_study_is_three_arms_by_three_seeds_seed_major_and_never_the_pilot()
     cells = list(smollm2_rl.study_cells())
     assert cells == [f"{arm}-s{seed}" for seed in (1, 2, 3) for arm in ("bot_grpo", "grpo", "ws0")]
     assert all(not c.endswith("-s0") for c in cells)
+
+
+def test_lora_flags_reach_the_trainer_config_and_a_full_fine_tune_record_is_unchanged():
+    import argparse
+
+    from benchmarks import smollm2_rl
+    from botgrpo.trainer.recipes import ChatArith
+
+    full = argparse.Namespace(
+        method="bot_grpo", seed=1, local_weight=None, steps=60, prompts_per_step=4, group=8, lr=1e-5,
+        temperature=0.7, max_new_tokens=64, eval_every=5, eval_prompts=128, max_operand=30, operators=["+"],
+        extraction="boxed", lora_r=None, lora_alpha=None)
+    assert "lora_r" not in smollm2_rl.settings_of(full)   # the committed cells' manifests still match
+    lora = smollm2_rl.settings_of(type(full)(**{**vars(full), "lora_r": 8, "lora_alpha": 16.0}))
+    assert (lora["lora_r"], lora["lora_alpha"]) == (8, 16.0)
+    recipe = ChatArith(model="m", **{k: tuple(v) if k == "operators" else v for k, v in lora.items()})
+    cfg = recipe.train_config("out", "train.jsonl", "eval.jsonl")
+    assert (cfg.lora.r, cfg.lora.alpha) == (8, 16.0)
+    assert ChatArith(model="m").train_config("out", "train.jsonl", "eval.jsonl").lora is None

@@ -62,6 +62,8 @@ class ChatArith:
     vllm_memory: float = 0.3                # vLLM's gpu_memory_utilization (GPU only)
     vllm_sleep: bool = True
     gradient_checkpointing: bool = False
+    lora_r: Optional[int] = None            # LoRA rank (None: full fine-tune)
+    lora_alpha: Optional[float] = None      # LoRA alpha (None: the trainer's default)
     vllm_kwargs: dict[str, Any] = field(default_factory=lambda: {"enforce_eager": True})
 
     def with_arm(self, arm: str, seed: int) -> "ChatArith":
@@ -97,6 +99,8 @@ class ChatArith:
             resume=self.resume, vllm_max_model_len=512, vllm_gpu_memory_utilization=self.vllm_memory,
             vllm_sleep=self.vllm_sleep, vllm_kwargs=dict(self.vllm_kwargs), tensorboard=False, plot=False,
             progress=False)
+        if self.lora_r is not None:
+            settings["lora"] = {"r": self.lora_r, **({} if self.lora_alpha is None else {"alpha": self.lora_alpha})}
         settings.update(overrides)
         return TrainConfig(**settings)
 
