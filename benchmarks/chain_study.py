@@ -33,7 +33,10 @@ from botgrpo.trainer.tasks.base import write_jsonl
 
 # The warm start (set on the pilots, see protocol.md): corpus share with one mistake, SFT steps.
 BROKEN_SHARE = 0.75
-WARM_STEPS = 5000
+WARM_STEPS = 3000
+# sft's default 5e-3 left the operand lookup unlearned (its loss flat at 1.1 nats a token for 1,600
+# steps); at 1e-3 it fell to 0.37 in 700 (pilot diagnostic, docs/results/chain/README.md)
+WARM_LR = 1e-3
 PROFILE_EVERY, PROFILE_PROMPTS = 500, 32   # the warm start's held-out profile while it trains
 CORPUS = 6000
 MAX_NEW_TOKENS = 160
@@ -69,7 +72,7 @@ def chain_setup(root: Path, budget: conv.Budget, threads: int | None = None) -> 
     """Train and held-out chain prompts and the tiny warm-started policy (shared by every run)."""
     from botgrpo.trainer.sft import build_tiny_policy, sft
 
-    warm = root / "chain" / f"warm-{WARM_STEPS}-b{BROKEN_SHARE}"
+    warm = root / "chain" / f"warm-{WARM_STEPS}-lr{WARM_LR:g}-b{BROKEN_SHARE}"
     paths = {"model": str(warm / "model"), "dataset": str(root / "chain" / "train.jsonl"),
              "eval_dataset": str(root / "chain" / "eval.jsonl")}
     write_jsonl(paths["dataset"], chain.make_prompts(2000, 1))
@@ -87,7 +90,7 @@ def chain_setup(root: Path, budget: conv.Budget, threads: int | None = None) -> 
             with log_path.open("a") as f:
                 f.write(line + "\n")
 
-        metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0, threads=threads,
+        metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0, lr=WARM_LR, threads=threads,
                       log=lambda text: print(text, flush=True), every=PROFILE_EVERY, on_every=profile)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths
@@ -174,7 +177,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         profile = warm_profile(model, load_tokenizer(paths["model"]), read_jsonl(paths["eval_dataset"]),
                                samples=RL["group_size"])
         record = {"command": command, "model": paths["model"], "fingerprint": conv.fingerprint(paths["model"]),
-                  "broken_share": BROKEN_SHARE, "sft_steps": WARM_STEPS, **profile}
+                  "broken_share": BROKEN_SHARE, "sft_steps": WARM_STEPS, "sft_lr": WARM_LR, **profile}
         (Path(paths["model"]).parent / "profile.json").write_text(json.dumps(record, indent=1))
         print(json.dumps(record, indent=1))
         return

@@ -130,3 +130,12 @@ def test_a_bad_local_option_is_a_422_naming_it(value):
 
 def test_the_oracle_option_is_accepted_by_the_service():
     assert ScoringService._options("math", {"local": "oracle"}).local == "oracle"
+
+
+def test_the_sft_diagnostic_splits_each_step_line_into_its_roles():
+    from benchmarks.chain_sft_roles import role_spans
+
+    spans = role_spans(RIGHT)
+    assert [(RIGHT[s:e], role) for s, e, role in spans[:4]] == [("a", "label"), ("12", "value"), ("+ 3", "op"),
+                                                                 ("15", "result")]
+    assert len(spans) == 4 * len(EXAMPLE.operations)   # the answer line has no roles
