@@ -136,12 +136,16 @@ def warm_profile(model, tokenizer, tasks, samples: int = 4, seed: int = 0) -> di
             "samples": n, "group_size": samples}
 
 
-def plan(rows: list[str], seeds: tuple[int, ...]) -> list[conv.Run]:
+def plan(rows: list[str], seeds: tuple[int, ...], overrides: Optional[dict] = None) -> list[conv.Run]:
+    """Each row on each seed; a pilot's ``overrides`` of the RL settings are named in its label
+    (``grpo lr=0.0003``), so pilots of other settings keep their own records."""
     known = {label: (method, options, config) for label, method, options, config in ROWS}
     unknown = set(rows) - set(known)
     if unknown:
         raise SystemExit(f"--rows: no such row {sorted(unknown)}; rows: {list(known)}")
-    return [conv.Run("chain", label, known[label][0], seed, known[label][1], {**RL, **known[label][2]})
+    suffix = "".join(f" {k}={v}" for k, v in sorted((overrides or {}).items()))
+    return [conv.Run("chain", label + suffix, known[label][0], seed, known[label][1],
+                     {**RL, **(overrides or {}), **known[label][2]})
             for label in rows for seed in seeds]
 
 
@@ -153,7 +157,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     p.add_argument("--rows", nargs="+", default=[label for label, *_ in ROWS])
     p.add_argument("--steps", type=int, default=None, help="pilots only: another budget")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", help="pilots only: RL settings, e.g. lr=3e-3")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    p.add_argument("--jobs", type=int, default=1, help="runs side by side")
     p.add_argument("--warm-only", action="store_true", help="build the warm start and print its held-out accuracy")
     p.add_argument("--report", action="store_true")
     args = p.parse_args(argv)
@@ -162,7 +167,6 @@ def main(argv: Optional[list[str]] = None) -> None:
     if (args.steps is not None or args.set) and not args.pilot:
         p.error("--steps and --set change the pre-registered protocol: pilots only")
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
-    RL.update(overrides)
     command = shlex.join(["python", "-m", "benchmarks.chain_study", *(sys.argv[1:] if argv is None else argv)])
     started = time.perf_counter()
     if args.warm_only:
@@ -183,7 +187,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         return
     if not args.report:
         seeds = PILOT_SEEDS[:args.pilot_seeds] if args.pilot else STUDY_SEEDS
-        conv.run_study(plan(args.rows, seeds), out, replace(budget, seeds=len(seeds)), 1, args.threads)
+        conv.run_study(plan(args.rows, seeds, overrides), out, replace(budget, seeds=len(seeds)), args.jobs, args.threads)
     else:
         budget, command = conv.recorded(out, budget, command)
     print(conv.write_report(out, budget, command))

@@ -139,3 +139,12 @@ def test_the_sft_diagnostic_splits_each_step_line_into_its_roles():
     assert [(RIGHT[s:e], role) for s, e, role in spans[:4]] == [("a", "label"), ("12", "value"), ("+ 3", "op"),
                                                                  ("15", "result")]
     assert len(spans) == 4 * len(EXAMPLE.operations)   # the answer line has no roles
+
+
+def test_a_pilot_with_other_settings_is_its_own_row():
+    from benchmarks import chain_study
+
+    [plain] = chain_study.plan(["grpo"], (100,))
+    [tuned] = chain_study.plan(["grpo"], (100,), {"lr": 3e-4})
+    assert plain.label == "grpo" and tuned.label == "grpo lr=0.0003" and plain.key != tuned.key
+    assert tuned.config["lr"] == 3e-4 and plain.config["lr"] == chain_study.RL["lr"]
