@@ -189,6 +189,21 @@ def plot(summary: dict, path: Path) -> None:
               f"{summary['run']}: SmolLM2-135M-Instruct, a + b")
 
 
+def study_plots() -> list[Path]:
+    """``study-s<seed>.png``: every arm of a study seed whose record is committed under ``RESULTS``."""
+    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS, plot_runs
+
+    written = []
+    for seed in STUDY_SEEDS:
+        records = [(arm, RESULTS / f"{arm}-s{seed}.json") for arm in STUDY_ARMS]
+        runs = [{"label": f"{arm}-s{seed}", "arm": arm, **json.loads(path.read_text())}
+                for arm, path in records if path.exists()]
+        if runs:
+            written.append(plot_runs(runs, RESULTS / f"study-s{seed}.png",
+                                     f"seed {seed}: SmolLM2-135M-Instruct, a + b, held-out"))
+    return written
+
+
 def report(args: argparse.Namespace) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     only = getattr(args, "only", None)
@@ -200,6 +215,7 @@ def report(args: argparse.Namespace) -> int:
             plot(summary, RESULTS / f"{out.name}.png")
         print(out.name, {k: summary[k] for k in ("steps", "finished", "base_pass_rate", "final_pass_rate",
                                                  "best_pass_rate", "peak_rss_gib")}, flush=True)
+    study_plots()
     return 0
 
 
