@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.test_trainer import _Scripted
-from tests.tiny_setup import tiny_config, tiny_math_setup
+from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
 from botgrpo.trainer.distributed import unwrap
 
 
@@ -84,16 +84,8 @@ def test_rollouts_come_from_the_weights_before_the_previous_update_and_the_ratio
 
 
 def test_resumed_async_run_equals_an_uninterrupted_one(setup, tmp_path):
-    straight = make(setup, tmp_path / "a", steps=4)
-    straight_records = straight.train()
-    straight.close()
-    first = make(setup, tmp_path / "b", steps=2)
-    first.train()
-    first.close()
-    resumed = make(setup, tmp_path / "b", steps=4, resume=True)
-    assert resumed.step == 2
-    resumed_records = resumed.train()
-    resumed.close()
+    straight, straight_records, resumed, resumed_records = straight_and_resumed(
+        lambda out, **kw: make(setup, out, **kw), tmp_path)
     assert [r["staleness"] for r in resumed_records] == [1, 1]
     for a, b in zip(straight_records[2:], resumed_records):
         for key in ("reward_mean", "loss", "grad_norm", "completion_len_mean", "first_ratio_error"):

@@ -17,7 +17,7 @@ from botgrpo.trainer.precision import disable_dropout, load_causal_lm
 from botgrpo.trainer.rollout.base import SamplingParams
 from botgrpo.trainer.update import batch_logprobs
 from tests.test_trainer import _Scripted
-from tests.tiny_setup import tiny_config, tiny_math_setup
+from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
 
 SETTINGS = {"r": 4, "alpha": 8.0}   # scaling alpha / r = 2
 PROMPTS = ["Compute 1 + 2.\n", "Compute (3 + 4) * 5 step by step.\n"]
@@ -170,16 +170,8 @@ def test_resumed_lora_run_equals_an_uninterrupted_one(setup, tmp_path):
     def adapter(trainer):
         return {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
 
-    straight = make(setup, tmp_path / "a", steps=4)
-    straight_records = straight.train()
-    straight.close()
-    first = make(setup, tmp_path / "b", steps=2)
-    first.train()
-    first.close()
-    resumed = make(setup, tmp_path / "b", steps=4, resume=True)
-    assert resumed.step == 2
-    resumed_records = resumed.train()
-    resumed.close()
+    straight, straight_records, resumed, resumed_records = straight_and_resumed(
+        lambda out, **kw: make(setup, out, **kw), tmp_path)
     for a, b in zip(straight_records[2:], resumed_records, strict=True):
         for key in ("reward_mean", "loss", "grad_norm", "kl", "completion_len_mean"):
             assert a[key] == b[key], key

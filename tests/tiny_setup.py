@@ -24,3 +24,20 @@ def tiny_config(paths: dict[str, str], out: Path, **overrides):
                   sampling={"max_new_tokens": 24}, lr=1e-3, tensorboard=False, progress=False, eval_prompts=4)
     values.update(overrides)
     return TrainConfig.model_validate(values)
+
+
+def straight_and_resumed(make, root, steps: int = 4, split: int = 2):
+    """One run of ``steps`` straight through (``root/a``) and one stopped at ``split`` then resumed
+    to ``steps`` (``root/b``), from ``make(out, steps=..., resume=...)`` returning a Trainer:
+    ``(straight, its records, resumed, its records after the resume)``, every trainer closed."""
+    straight = make(root / "a", steps=steps)
+    straight_records = straight.train()
+    straight.close()
+    first = make(root / "b", steps=split)
+    first.train()
+    first.close()
+    resumed = make(root / "b", steps=steps, resume=True)
+    assert resumed.step == split
+    resumed_records = resumed.train()
+    resumed.close()
+    return straight, straight_records, resumed, resumed_records
