@@ -34,8 +34,9 @@ from botgrpo.trainer.tasks.base import write_jsonl
 # The warm start (set on the pilots, see protocol.md): corpus share with one mistake, SFT steps.
 BROKEN_SHARE = 0.75
 WARM_STEPS = 3000
-# sft's default 5e-3 left the operand lookup unlearned (its loss flat at 1.1 nats a token for 1,600
-# steps); at 1e-3 it fell to 0.37 in 700 (pilot diagnostic, docs/results/chain/README.md)
+# sft's default 5e-3 left the operand lookup unlearned (the operation's held-out loss flat at 1.1 nats
+# a token over 600 steps, almost no step right after 1,600); at 1e-3 it fell to 0.37 by step 700
+# (benchmarks.chain_sft_roles, docs/results/chain/README.md)
 WARM_LR = 1e-3
 PROFILE_EVERY, PROFILE_PROMPTS = 500, 32   # the warm start's held-out profile while it trains
 CORPUS = 6000
@@ -93,8 +94,9 @@ def chain_setup(root: Path, budget: conv.Budget, threads: int | None = None) -> 
             with log_path.open("a") as f:
                 f.write(line + "\n")
 
-        metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0, lr=WARM_LR, threads=threads,
-                      log=lambda text: print(text, flush=True), every=PROFILE_EVERY, on_every=profile)
+        metrics = sft(warm / "model", pairs, max_steps=WARM_STEPS, max_seconds=None, seed=0, lr=WARM_LR,
+                      threads=threads, log=lambda text: print(text, flush=True), every=PROFILE_EVERY,
+                      on_every=profile)
         (warm / "done.json").write_text(json.dumps({"steps": metrics.steps, "last_loss": metrics.last_loss}))
     return paths
 
@@ -182,11 +184,11 @@ def main(argv: Optional[list[str]] = None) -> None:
     started = time.perf_counter()
     if args.warm_only:
         import torch
+        from transformers import AutoModelForCausalLM
+
         from botgrpo.trainer.tasks.base import read_jsonl
 
         torch.set_num_threads(args.threads)
-        from transformers import AutoModelForCausalLM
-
         paths = chain_setup(out, budget, threads=args.threads)
         model = AutoModelForCausalLM.from_pretrained(paths["model"]).eval()
         profile = warm_profile(model, load_tokenizer(paths["model"]), read_jsonl(paths["eval_dataset"]),

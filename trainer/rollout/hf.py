@@ -17,8 +17,9 @@ one global RNG, so a rollout depends on which other prompts share its batch. Her
   finished, because every sharded forward is a collective;
 * with ``source`` (the asynchronous pipeline) the engine samples from a model of its own and
   copies ``source``'s weights into it in :meth:`prepare` (on the trainer's thread, when the
-  policy has changed; a LoRA policy's merged, :func:`~trainer.lora.export_weights`): after that, :meth:`generate` reads nothing of the policy, so it can run on
-  another thread while the policy is updated.
+  policy has changed; a LoRA policy's merged, :func:`~trainer.lora.export_weights`): after
+  that, :meth:`generate` reads nothing of the policy, so it can run on another thread while
+  the policy is updated.
 """
 from __future__ import annotations
 

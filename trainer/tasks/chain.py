@@ -16,10 +16,11 @@ exactly, and ends with a boxed answer::
     ...
     The answer is \\boxed{17}.
 
-The labels make each step's operand a lookup by key (the line's label, the same token at the start
-of a prompt line and of a step line) rather than by counting positions, and the small range keeps the arithmetic to a few hundred facts: both so
-that a policy of under a million parameters can learn the steps from a warm start (a first
-version, values to 99 and no labels, learned neither; docs/results/chain/README.md).
+The labels make each step's operand a lookup by key (the line's label, the same token at the
+start of a prompt line and of a step line) rather than by counting positions, and the small range
+keeps the arithmetic to a few hundred facts: both so that a policy of under a million parameters
+can learn the steps from a warm start (the first version's, values to 99 and no labels, learned
+neither; docs/results/chain/README.md).
 
 The reference holds the answer and the chain of correct step lines (``{"answer": "17", "chain":
 ["a: x = 14 + 4 = 18", ...]}``), which the math scorer's ``oracle`` local signal compares line by
