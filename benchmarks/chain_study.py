@@ -101,7 +101,13 @@ def chain_setup(root: Path, budget: conv.Budget, threads: int | None = None) -> 
     return paths
 
 
-conv.SETTINGS["chain"] = conv.Setting(chain_setup, {"local": "steps"}, MAX_NEW_TOKENS, (), scorer="math")
+PLOTS = (   # (file stem, title, rows): the positive control first, then every estimator on the real signal
+    ("control", "chain: the positive control (exact first-wrong-step blame)",
+     ("grpo", "bot_grpo oracle", "bot_grpo w_s=0.0", "bot_grpo")),
+    ("estimators", "chain: estimators on the real local signal, against both GRPOs",
+     ("grpo", "grpo token-mean", "bot_grpo", "bot_grpo_paper", "decoupled", "prime", "pure")),
+)
+conv.SETTINGS["chain"] = conv.Setting(chain_setup, {"local": "steps"}, MAX_NEW_TOKENS, (), scorer="math", plots=PLOTS)
 
 
 def warm_profile(model, tokenizer, tasks, samples: int = 4, seed: int = 0) -> dict:

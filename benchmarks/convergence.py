@@ -97,6 +97,8 @@ class Setting:
     max_new_tokens: int
     ablations: tuple[tuple[str, str, dict, dict], ...]   # (label, method, options, config)
     scorer: Optional[str] = None   # the reward server's task, where it is not the setting's name
+    # (file stem, title, labels) per figure; empty: the methods and the BoT-GRPO ablations
+    plots: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 def react_setup(root: Path, budget: Budget) -> dict[str, str]:
@@ -298,17 +300,33 @@ def write_report(root: Path, budget: Budget, command: str) -> str:
                                                  SETTINGS[task].max_new_tokens)
                          for label, g in groups.items()}
         summary[task]["grpo_steps_over"] = ratios
-        summary[task]["tests_vs_grpo"] = report.tests_against(groups, "grpo", threshold, budget.steps, budget.eval_every)
-        main = {k: v for k, v in groups.items() if k in METHODS}
-        report.plot(main, f"{task}: held-out pass rate, mean over seeds (band: 95% bootstrap)",
-                    "held-out pass rate", root / f"convergence-{task}.png")
-        ablations = {k: v for k, v in groups.items() if k.startswith("bot_grpo") or k == "grpo"}  # GRPO: the reference
-        report.plot(ablations, f"{task}: BoT-GRPO ablations", "held-out pass rate", root / f"ablations-{task}.png")
+        cap = SETTINGS[task].max_new_tokens
+        summary[task]["tests_vs_grpo"] = report.tests_against(groups, "grpo", threshold, budget.steps,
+                                                              budget.eval_every, cap)
+        tests = report.tests_table(groups, "grpo", threshold, budget.steps, budget.eval_every, cap)
+        if tests:
+            parts += ["Each row against GRPO on the same seeds: mean paired difference and the exact sign-flip "
+                      "p-value, Holm-corrected across rows for each metric:", "", tests, ""]
+        for stem, title, labels in figures(task):
+            chosen = {k: groups[k] for k in labels if k in groups}
+            if chosen:
+                report.plot(chosen, title, "held-out pass rate", root / f"{stem}-{task}.png")
     text = "\n".join(parts)
     (root / "results.md").write_text(text + "\n")
     (root / "results.json").write_text(json.dumps({"command": command, "budget": asdict(budget), "summary": summary,
                                                    "runs": records}, indent=1))
     return text
+
+
+def figures(task: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """The report's figures for ``task``: its setting's own, else the methods and, against
+    GRPO, the BoT-GRPO ablations."""
+    setting = setting_for(task)
+    if setting.plots:
+        return setting.plots
+    ablations = tuple(["grpo"] + [label for label, *_ in setting.ablations if label.startswith("bot_grpo")])
+    return (("convergence", f"{task}: held-out pass rate, mean over seeds (band: 95% bootstrap)", METHODS),
+            ("ablations", f"{task}: BoT-GRPO ablations", ("bot_grpo",) + ablations))
 
 
 def _speedup(groups, label: str, threshold: float, budget: Budget) -> Optional[tuple[float, float, float]]:

@@ -142,19 +142,51 @@ def _fmt(ci: Optional[tuple[float, float, float]], digits: int = 3) -> str:
     return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def paired_metrics(threshold: float, budget: int, every: int,
+                   cap: Optional[int] = None) -> dict[str, Callable[[Record], float]]:
+    """The per-run values the paired tests compare: censored steps to the threshold, final pass
+    rate, area under the curve, collapsed (0/1)."""
+    return {"steps": lambda r: censored_steps(r["evals"], threshold, budget, every),
+            "final": lambda r: r["evals"][-1]["pass_rate"],
+            "auc": lambda r: area_under_curve(r["evals"]),
+            "collapsed": lambda r: float(collapsed(r, cap))}
+
+
 def tests_against(groups: dict[str, Sequence[Record]], baseline: str, threshold: float, budget: int,
-                  every: int) -> dict[str, dict[str, float]]:
+                  every: int, cap: Optional[int] = None) -> dict[str, dict[str, float]]:
     """Each row against ``baseline`` on the seeds both ran: exact paired sign-flip p-values of
-    the censored steps to the threshold and of the final pass rate, Holm-corrected across rows."""
+    the censored steps to the threshold, the final pass rate, the area under the curve and
+    whether the run collapsed (0/1, :func:`collapsed`), each Holm-corrected across rows."""
     rows = [label for label in groups if label != baseline]
     if baseline not in groups or not rows:
         return {}
-    steps = lambda r: censored_steps(r["evals"], threshold, budget, every)  # noqa: E731
-    final = lambda r: r["evals"][-1]["pass_rate"]  # noqa: E731
+    metrics = paired_metrics(threshold, budget, every, cap)
     raw = {name: {label: sign_flip_p(paired(groups[label], groups[baseline], fn)) for label in rows}
-           for name, fn in (("steps", steps), ("final", final))}
+           for name, fn in metrics.items()}
     adjusted = {name: holm(ps) for name, ps in raw.items()}
     return {label: {f"p_{name}": adjusted[name][label] for name in raw} for label in rows}
+
+
+def tests_table(groups: dict[str, Sequence[Record]], baseline: str, threshold: float, budget: int, every: int,
+                cap: Optional[int] = None) -> str:
+    """Markdown: :func:`tests_against` for every row, with the mean paired difference of each
+    metric (row minus ``baseline``, same seeds; steps: negative is sooner)."""
+    tests = tests_against(groups, baseline, threshold, budget, every, cap)
+    if not tests:
+        return ""
+    values = paired_metrics(threshold, budget, every, cap)
+    lines = [f"| row - {baseline} (same seeds) | seeds | steps to {threshold:.0%} | final pass | area under curve | "
+             "collapses |", "| --- " * 6 + "|"]
+    for label, p in tests.items():
+        cells = []
+        for name, fn in values.items():
+            d = paired(groups[label], groups[baseline], fn)
+            mean = statistics.mean(d) if d else float("nan")
+            digits = 1 if name == "steps" else 3
+            cells.append(f"{mean:+.{digits}f} (p {p[f'p_{name}']:.3f})")
+        lines.append(f"| {label} | {len(paired(groups[label], groups[baseline], values['final']))} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def table(groups: dict[str, Sequence[Record]], threshold: float, budget: int, every: int,
@@ -167,7 +199,7 @@ def table(groups: dict[str, Sequence[Record]], threshold: float, budget: int, ev
     the records have them (a run that ends far below the shortest reference answer may be
     compiling fragments rather than components: benchmarks/what_compiles.py tells)."""
     lengths = any(r.get("lengths") for records in groups.values() for r in records)
-    tests = tests_against(groups, baseline, threshold, budget, every)
+    tests = tests_against(groups, baseline, threshold, budget, every, cap)
     rows = [f"| run | seeds reaching {threshold:.0%} | steps to {threshold:.0%} (censored at {budget + every}) | "
             "area under pass curve | final pass | final pass & spec | collapsed | ends below its start | "
             f"p vs {baseline}: steps / final |"

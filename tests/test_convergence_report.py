@@ -68,6 +68,9 @@ def test_report_from_finished_runs(tmp_path):
     assert "- bot_grpo: **" in text  # GRPO's steps over BoT-GRPO's: (40+45+50) / (20+25+30) = 1.8
     assert "1.80x" in text
     assert (tmp_path / "convergence-react.png").stat().st_size > 5000
+    assert (tmp_path / "ablations-react.png").stat().st_size > 5000
+    # 3 seeds, bot_grpo 20 steps sooner on each: the smallest sign-flip p with 3 seeds is 2/8
+    assert "| bot_grpo | 3 | -20.0 (p 0.250) |" in text
     assert json.loads((tmp_path / "results.json").read_text())["summary"]["react"]["grpo_steps_over"]["bot_grpo"][0] == 1.8
 
 
@@ -153,3 +156,41 @@ def test_tests_against_pair_runs_by_seed():
     # row reaches 80% at step 5 on every seed, GRPO never (censored at 15): all differences -10
     assert tests["row"]["p_steps"] == pytest.approx(2 / 32) and tests["row"]["p_final"] == pytest.approx(2 / 32)
     assert "| row | 5/5 |" in r.table(groups, 0.8, 10, 5) and "0.062 / 0.062" in r.table(groups, 0.8, 10, 5)
+
+
+def test_tests_against_covers_the_secondary_metrics_and_the_table_shows_them():
+    """Area under the curve and collapses get the same paired test as steps and final pass."""
+    groups = {"grpo": [{"seed": s, "evals": curve((0, 0.5), (5, 0.3), (10, 0.6))} for s in range(5)],
+              "row": [{"seed": s, "evals": curve((0, 0.5), (5, 0.5), (10, 0.6))} for s in range(5)],
+              "same": [{"seed": s, "evals": curve((0, 0.5), (5, 0.3), (10, 0.6))} for s in range(5)]}
+    tests = r.tests_against(groups, "grpo", 0.9, budget=10, every=5)
+    # GRPO dips 0.2 below its start (a collapse) on every seed, "row" never: 5 of 5 differ the same way
+    assert tests["row"]["p_collapsed"] == pytest.approx(2 * 2 / 32)   # Holm over 2 rows; "same" has p 1
+    assert tests["row"]["p_auc"] == pytest.approx(2 * 2 / 32) and tests["same"]["p_auc"] == 1.0
+    assert tests["row"]["p_final"] == 1.0   # same final on every seed
+    text = r.tests_table(groups, "grpo", 0.9, 10, 5)
+    # area (0.5+0.5)/2*5 + (0.5+0.6)/2*5 = 5.25 vs (0.8/2*5 + 0.9/2*5) = 4.25 over 10 steps: +0.100
+    assert "| row | 5 | +0.0 (p 1.000) | +0.000 (p 1.000) | +0.100 (p 0.125) | -1.000 (p 0.125) |" in text
+
+
+def test_the_chain_report_draws_the_positive_control_and_the_estimators(tmp_path):
+    """The step-chain study's own figures: GRPO against the oracle, w_s = 0 and BoT-GRPO, then
+    every estimator; the tests table names every row."""
+    import json
+
+    from benchmarks import chain_study
+    from benchmarks.convergence import Run
+
+    (tmp_path / "runs").mkdir()
+    for label, *_ in chain_study.ROWS:
+        for seed in range(2):
+            run = Run("chain", label, label, seed)
+            evals = [{"step": s, "pass_rate": 0.3 + 0.005 * s, "spec_rate": None} for s in range(0, 55, 5)]
+            record = {"task": "chain", "label": label, "method": label, "seed": seed, "key": run.key,
+                      "evals": evals, "lengths": [150.0] * 50, "seconds": 1.0, "commit": "abc"}
+            (tmp_path / "runs" / f"{run.key}.json").write_text(json.dumps(record))
+    chain_study.main(["--report", "--out", str(tmp_path)])
+    text = (tmp_path / "results.md").read_text()
+    assert all(f"| {label} | 2 |" in text for label, *_ in chain_study.ROWS[1:])
+    for stem in ("control", "estimators"):
+        assert (tmp_path / f"{stem}-chain.png").stat().st_size > 5000
