@@ -105,7 +105,8 @@ class RolloutIn(BaseModel):
         None, description='task-specific ground truth, e.g. {"answer": "42"} (math) or {"spec": {...}} (react)')
     finish_reason: Optional[Literal["stop", "length"]] = Field(
         None, description="why generation ended: `length` (the token limit) makes code cut off by it fail as "
-                          "truncated output, blamed throughout")
+                          "truncated output, blamed throughout, and a math answer count only if boxed or stated "
+                          "('the answer is X') before the cut")
 
 
 class RewardRequest(BaseModel):

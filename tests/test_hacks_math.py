@@ -81,3 +81,30 @@ def test_a_costly_answer_is_refused_in_milliseconds_not_at_the_deadline(scorer, 
 @pytest.mark.parametrize(("completion", "reference"), HONEST)
 def test_honest_statement_and_multi_part_answers_are_right(scorer, completion, reference):
     assert score(scorer, completion, reference) == 1.0
+
+
+CUT_OFF = [  # (completion cut off by the token limit, reference): a reading of wherever the cut fell
+    ("a: x = 12 + 4 = 16\nb: x = 16 - 3 = 13\nc: x = 13 + 5", "18"),   # passed under latex: 13 + 5 = 18
+    ("a: x = 12 + 4 = 16\nb: x = 16 - 3 = 13\nc: x = 13 + 5 = 18", "18"),   # last number 18, no answer given
+    ("Adding the tens first, 10 + 8 gives $18$", "18"),
+]
+
+
+@pytest.mark.parametrize("extraction", ["latex", "boxed"])
+@pytest.mark.parametrize(("completion", "reference"), CUT_OFF)
+def test_a_completion_cut_off_before_its_answer_does_not_pass(scorer, completion, reference, extraction):
+    """What a cut-off completion ends on is where the token limit fell, not an answer: refused
+    when the rollout says ``finish_reason: length``. The same text that ended on its own is read
+    as before (the first is right under ``latex``: math-verify evaluates ``13 + 5``)."""
+    (cut,) = scorer.score_batch([Rollout(completion, reference={"answer": reference}, truncated=True)],
+                                MathOptions(extraction=extraction))
+    assert cut.score <= honest_wrong(scorer, reference) and not cut.passed
+    assert "cut off" in str(cut.details)
+    if extraction == "latex":
+        assert score(scorer, completion, reference, extraction=extraction) == 1.0
+
+
+@pytest.mark.parametrize("completion", [r"so \boxed{18} and then we chec", "The answer is 18. Let us chec"])
+def test_an_answer_committed_before_the_cut_still_counts(scorer, completion):
+    (result,) = scorer.score_batch([Rollout(completion, reference={"answer": "18"}, truncated=True)], MathOptions())
+    assert result.score == 1.0

@@ -188,3 +188,16 @@ def test_finish_reason_length_makes_cut_off_code_truncated_output(server):
     assert set(length["token_scores"]) == {-1.0}
     bad = post(server, "/v1/rewards", {"task": "react", "rollouts": [{"id": "x", "completion": cut, "finish_reason": "eos"}]})
     assert bad.status_code == 422 and "finish_reason" in bad.text
+
+
+def test_finish_reason_length_refuses_a_math_answer_read_from_where_the_cut_fell(server):
+    """Over HTTP: a step chain cut off inside its last line passed under the default extraction
+    (math-verify evaluated ``13 + 5``); with ``finish_reason: length`` it fails."""
+    cut = "a: x = 12 + 4 = 16\nb: x = 16 - 3 = 13\nc: x = 13 + 5"
+    rollouts = [{"id": reason, "completion": cut, "finish_reason": reason, "reference": {"answer": "18"}}
+                for reason in ("stop", "length")]
+    r = post(server, "/v1/rewards", {"task": "math", "rollouts": rollouts})
+    assert r.status_code == 200, r.text
+    stop, length = r.json()["results"]
+    assert stop["passed"] and stop["score"] == 1.0
+    assert not length["passed"] and length["score"] == -1.0 and "cut off" in length["details"]["reason"]

@@ -124,11 +124,24 @@ class MathScorer:
         return verdicts
 
 
+# Readings that take whatever comes last. In a completion cut off by the token limit that is where
+# the cut fell: a step chain stopped inside ``x = 19 - 3`` was read as the answer ``19 - 3``, and
+# math-verify did the policy's last step for it (docs/results/chain/README.md). A box or an
+# "answer is" phrase is an answer the model committed to before the cut; these are not.
+CUT_OFF_GUESSES = frozenset({"last_number", "latex"})
+
+
 def _prejudge(rollout: Rollout, check_steps: bool, extraction: str = "latex") -> _Prejudged:
     reference = _reference_answer(rollout)
     steps = tuple(find_steps(rollout.completion)) if check_steps and reference is not None else ()
     answer = (extract_answer(rollout.completion, extraction, reference_parts(reference))
               if reference is not None else None)
+    if answer is not None and rollout.truncated and answer.method in CUT_OFF_GUESSES:
+        committed = extract_answer(rollout.completion, "boxed", reference_parts(reference))  # a phrase, if any
+        if committed is None or committed.method in CUT_OFF_GUESSES:
+            refusal = f"cut off by the token limit before any answer (a {answer.method} reading is refused)"
+            return _Prejudged(reference, answer, Verdict(False, refusal), steps)
+        answer = committed
     verdict = quick_verdict(answer.text, reference, answer.method) if answer is not None else None
     if verdict is not None and answer.method in ("phrase", "last_number"):
         refusal = context_reason(rollout.completion, answer.start, answer.end)
