@@ -107,7 +107,10 @@ PLOTS = (   # (file stem, title, rows): the positive control first, then every e
     ("estimators", "chain: estimators on the real local signal, against both GRPOs",
      ("grpo", "grpo token-mean", "bot_grpo", "bot_grpo_paper", "decoupled", "prime", "pure")),
 )
-conv.SETTINGS["chain"] = conv.Setting(chain_setup, {"local": "steps"}, MAX_NEW_TOKENS, (), scorer="math", plots=PLOTS)
+# cut_off_answers "read": the scorer as the study ran it (chains cut off inside their last line could
+# pass; refused by default since, README.md "What the study found wrong with itself")
+conv.SETTINGS["chain"] = conv.Setting(chain_setup, {"local": "steps", "cut_off_answers": "read"}, MAX_NEW_TOKENS, (),
+                                      scorer="math", plots=PLOTS)
 
 
 def warm_profile(model, tokenizer, tasks, samples: int = 4, seed: int = 0) -> dict:

@@ -55,6 +55,12 @@ def fingerprint(model_dir: Path) -> str:
     return digest.hexdigest()
 
 
+# Every run here (the pilot, LoRA, the comparison's cells) scores as the scorer did when the
+# comparison was registered: a rollout cut off at the token limit is read like any other. The
+# scorer refuses such readings by default since the chain study (docs/results/chain/README.md).
+CUT_OFF_ANSWERS = "read"
+
+
 def settings_of(args: argparse.Namespace) -> dict:
     """What defines a run (two invocations with the same name must agree on all of it); the LoRA
     fields only when set, so a full fine-tune's record reads as it did before they existed."""
@@ -136,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     recipe = ChatArith(model=str(model), bf16=False, resume=True, engine="vllm", **{
         k: tuple(v) if k == "operators" else v for k, v in settings_of(args).items()},
-        max_seconds=args.max_seconds, save_every=args.save_every)
+        max_seconds=args.max_seconds, save_every=args.save_every, cut_off_answers=CUT_OFF_ANSWERS)
     cfg = recipe.train_config(out / "trainer", *recipe.write_datasets(out), reward_url=args.reward_url)
     started = time.time()
     with MemoryProbe(out / "memory.jsonl"), reward_server_for(cfg) as served:

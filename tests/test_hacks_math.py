@@ -102,6 +102,9 @@ def test_a_completion_cut_off_before_its_answer_does_not_pass(scorer, completion
     assert "cut off" in str(cut.details)
     if extraction == "latex":
         assert score(scorer, completion, reference, extraction=extraction) == 1.0
+        (read,) = scorer.score_batch([Rollout(completion, reference={"answer": reference}, truncated=True)],
+                                     MathOptions(extraction=extraction, cut_off_answers="read"))
+        assert read.score == 1.0   # the studies' pinned behaviour: what they ran with
 
 
 @pytest.mark.parametrize("completion", [r"so \boxed{18} and then we chec", "The answer is 18. Let us chec"])

@@ -53,6 +53,7 @@ class ChatArith:
     max_operand: int = 30
     operators: tuple[str, ...] = ("+",)
     extraction: str = "boxed"
+    cut_off_answers: str = "refuse"         # the math scorer's option; the CPU study pins "read" (its rewards)
     engine: str = "vllm"
     bf16: Optional[bool] = None
     micro_batch_size: Optional[int] = None  # None: the whole step's rollouts at once
@@ -73,6 +74,8 @@ class ChatArith:
         options: dict[str, Any] = {"extraction": self.extraction}
         if self.local_weight is not None:
             options["local_weight"] = self.local_weight
+        if self.cut_off_answers != "refuse":
+            options["cut_off_answers"] = self.cut_off_answers
         return options
 
     def write_datasets(self, root: Path) -> tuple[str, str]:

@@ -65,6 +65,10 @@ class MathOptions(RecipeOptions):
                                                       "not only the wrong steps")
     timeout_s: float = Field(5.0, gt=0, le=10, description="deadline of one symbolic comparison (at most 10 s: a "
                              "worker is held that long by each answer that needs it)")
+    cut_off_answers: Literal["refuse", "read"] = Field(
+        "refuse", description="a rollout cut off by the token limit (finish_reason 'length'): 'refuse' counts only an "
+        "answer boxed or stated ('the answer is X') before the cut; 'read' reads it like any other, as before this "
+        "option existed (for replicating the studies that ran so; it rewards whatever the cut fell on)")
     local: str = Field("steps", description=f"local signal, one of {sorted(LOCAL_SIGNALS)}: 'steps' (the steps' own "
                        "arithmetic) or 'oracle' (the first line that differs from reference['chain'])")
 
@@ -102,7 +106,8 @@ class MathScorer:
 
     def score_batch(self, rollouts: Sequence[Rollout], options: BaseModel) -> list[ScoreResult]:
         options = options if isinstance(options, MathOptions) else MathOptions.model_validate(options)
-        prejudged = [_prejudge(r, options.check_steps, options.extraction) for r in rollouts]
+        prejudged = [_prejudge(r, options.check_steps, options.extraction, options.cut_off_answers == "refuse")
+                     for r in rollouts]
         verdicts = self._settle(prejudged, options.timeout_s)
         return [_result(r, p, v, options.error_propagation, options.local)
                 for r, p, v in zip(rollouts, prejudged, verdicts, strict=True)]
@@ -131,12 +136,12 @@ class MathScorer:
 CUT_OFF_GUESSES = frozenset({"last_number", "latex"})
 
 
-def _prejudge(rollout: Rollout, check_steps: bool, extraction: str = "latex") -> _Prejudged:
+def _prejudge(rollout: Rollout, check_steps: bool, extraction: str = "latex", refuse_cut_off: bool = True) -> _Prejudged:
     reference = _reference_answer(rollout)
     steps = tuple(find_steps(rollout.completion)) if check_steps and reference is not None else ()
     answer = (extract_answer(rollout.completion, extraction, reference_parts(reference))
               if reference is not None else None)
-    if answer is not None and rollout.truncated and answer.method in CUT_OFF_GUESSES:
+    if answer is not None and refuse_cut_off and rollout.truncated and answer.method in CUT_OFF_GUESSES:
         committed = extract_answer(rollout.completion, "boxed", reference_parts(reference))  # a phrase, if any
         if committed is None or committed.method in CUT_OFF_GUESSES:
             refusal = f"cut off by the token limit before any answer (a {answer.method} reading is refused)"
