@@ -162,7 +162,8 @@ SETTINGS: dict[str, Setting] = {
         ("bot_grpo oracle", "bot_grpo", {"local": "oracle"}, {}),
         ("bot_grpo first_cause", "bot_grpo", {"local": "first_cause"}, {}),
     )) + (("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"aggregation": "seq-mean-token-mean"}),)),
-    "math": Setting(math_setup, {}, 96, _ablations((
+    # cut_off_answers "read": the math scorer's reading when these studies ran (refused by default since)
+    "math": Setting(math_setup, {"cut_off_answers": "read"}, 96, _ablations((
         ("bot_grpo no propagation", "bot_grpo", {"error_propagation": False}, {}),
     ))),
 }
