@@ -3,11 +3,11 @@
     python -m benchmarks.chain_rescore docs/results/chain/runs/chain-grpo-s9/checkpoint-50 --seed 9
 
 The same completions as the trainer's evaluation of that checkpoint (its HF engine, the run's
-evaluation seeds, 160 new tokens), each answer read twice: by the ``boxed`` extraction (a box,
-else "answer is", else the last number) and, where nothing is boxed, as the ``math`` scorer's
-default ``latex`` extraction does (math-verify on the tail). Prints, per number of steps, the
-prompts, how many completions were cut off, and how many each reading calls right: a chain cut
-off inside its last line (``k: x = 19 - 3``) is right by the second reading only.
+evaluation seeds, 160 new tokens), scored by the ``math`` scorer itself (``extraction: latex``,
+the default; cut-off rollouts flagged as the trainer flags them) twice: with
+``cut_off_answers: read`` (how the study scored) and ``refuse`` (the default since). Prints, per
+number of steps, the prompts, how many completions were cut off, and how many each scoring
+passes: a chain cut off inside its last line (``k: x = 19 - 3``) passes the first only.
 """
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ CHAIN_EVAL = "docs/results/chain/chain/eval.jsonl"
 
 def main(argv=None) -> None:
     import torch
-    from math_verify import parse, verify
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from botgrpo.reward_server.math.extract import REGION_CHARS, extract_answer
+    from botgrpo.reward_server.scorers.base import Rollout
+    from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
     from botgrpo.trainer.config import SamplingParams
     from botgrpo.trainer.evaluate import EVAL_SEED
     from botgrpo.trainer.rollout.hf import HFEngine
@@ -39,21 +39,22 @@ def main(argv=None) -> None:
     examples = read_jsonl(CHAIN_EVAL)
     batch = engine.generate([e.prompt for e in examples], 1, SamplingParams(max_new_tokens=args.max_new_tokens),
                             seeds=[EVAL_SEED + args.seed + i for i in range(len(examples))])
+    rollouts = [Rollout(text, reference=e.reference, truncated=cut)
+                for e, text, cut in zip(examples, batch.texts, batch.truncated.tolist())]
+    scorer = MathScorer()
+    passed = {mode: [r.passed for r in scorer.score_batch(rollouts, MathOptions(cut_off_answers=mode))]
+              for mode in ("read", "refuse")}
     rows = collections.defaultdict(collections.Counter)
-    for example, text, cut in zip(examples, batch.texts, batch.truncated.tolist()):
-        answer, row = str(example.reference["answer"]), rows[len(example.reference["chain"])]
-        found = extract_answer(text, "boxed")
-        boxed = found is not None and found.text.strip() == answer
-        tail = boxed or ("\\boxed{" not in text and bool(verify(parse(answer), parse(text[-REGION_CHARS:]))))
-        row.update(prompts=1, cut_off=cut, right_boxed=boxed, right_latex=tail)
+    for i, (example, rollout) in enumerate(zip(examples, rollouts)):
+        rows[len(example.reference["chain"])].update(prompts=1, cut_off=rollout.truncated,
+                                                     read=passed["read"][i], refuse=passed["refuse"][i])
     print(f"mean completion length {float(batch.lengths.float().mean()):.3f} tokens")
-    print("steps | prompts | cut off | right (boxed reading) | right (latex reading)")
+    print("steps | prompts | cut off | pass (cut_off_answers: read, as the study scored) | pass (refuse, the default)")
     for steps in sorted(rows):
         r = rows[steps]
-        print(f"{steps} | {r['prompts']} | {r['cut_off']} | {r['right_boxed']} | {r['right_latex']}")
+        print(f"{steps} | {r['prompts']} | {r['cut_off']} | {r['read']} | {r['refuse']}")
     total = sum(rows.values(), collections.Counter())
-    print(f"all | {total['prompts']} | {total['cut_off']} | {total['right_boxed']} | {total['right_latex']}")
-
+    print(f"all | {total['prompts']} | {total['cut_off']} | {total['read']} | {total['refuse']}")
 
 if __name__ == "__main__":
     main()
