@@ -178,14 +178,10 @@ def tests_table(groups: dict[str, Sequence[Record]], baseline: str, threshold: f
     lines = [f"| row - {baseline} (same seeds) | seeds | steps to {threshold:.0%} | final pass | area under curve | "
              "collapses |", "| --- " * 6 + "|"]
     for label, p in tests.items():
-        cells = []
-        for name, fn in values.items():
-            d = paired(groups[label], groups[baseline], fn)
-            mean = statistics.mean(d) if d else float("nan")
-            digits = 1 if name == "steps" else 3
-            cells.append(f"{mean:+.{digits}f} (p {p[f'p_{name}']:.3f})")
-        lines.append(f"| {label} | {len(paired(groups[label], groups[baseline], values['final']))} | "
-                     + " | ".join(cells) + " |")
+        diffs = {name: paired(groups[label], groups[baseline], fn) for name, fn in values.items()}
+        cells = [f"{statistics.mean(d) if d else float('nan'):+.{1 if name == 'steps' else 3}f} (p {p[f'p_{name}']:.3f})"
+                 for name, d in diffs.items()]
+        lines.append(f"| {label} | {len(diffs['final'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
