@@ -4,7 +4,7 @@ HTTP, the trainer's update (issue 21).
     .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name main            # one run (resumable)
     .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name grpo-s1 --method grpo --seed 1
     .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name ws0-s1 --local-weight 0 --seed 1
-    .venv-vllm/bin/python -m benchmarks.smollm2_rl report                     # JSON + PNG of every run
+    .venv-vllm/bin/python -m benchmarks.smollm2_rl report      # JSON + PNG of every run; verdict.json
 
 Each run is :class:`botgrpo.trainer.loop.Trainer` configured by
 :class:`botgrpo.trainer.recipes.ChatArith` (``engine: vllm``, chat-template prompts of
@@ -41,6 +41,10 @@ KEEP = ("step", "reward_mean", "reward_std", "pass_rate", "kl", "entropy", "grad
 
 # ---------------------------------------------------------------------- bookkeeping (pure)
 PROVENANCE = {"conversion.json"}  # how the checkpoint was made (with its timings), not what it is
+# The comparison's cells share the start ``4dc202a4…026f8``: `make smollm2` run under this release of
+# transformers, whose version stamp in config.json and generation_config.json is part of the print
+# (5.25.0 writes the same weights and tokenizer, and another print).
+START_CONVERTER = "transformers==5.24.0"
 
 
 def fingerprint(model_dir: Path) -> str:
@@ -210,6 +214,56 @@ def study_plots() -> list[Path]:
     return written
 
 
+# protocol.md's question: the token-level signal against GRPO, and the local signal against none
+PAIRS = (("bot_grpo", "grpo"), ("bot_grpo", "ws0"))
+
+
+def study_verdict(records: dict[str, dict]) -> dict:
+    """protocol.md's rule over the records ``{"<arm>-s<seed>": record}`` of finished cells, for
+    each pair of :data:`PAIRS`: on the primary metric (held-out success at the last step) and
+    the secondary (mean held-out success of the evaluations at steps 5..60). A pair with fewer
+    than every study seed is "not yet", never called."""
+    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS, paired_verdict
+
+    primary: dict[str, dict[int, float]] = {}
+    secondary: dict[str, dict[int, float]] = {}
+    for arm in STUDY_ARMS:
+        for seed in STUDY_SEEDS:
+            record = records.get(f"{arm}-s{seed}")
+            if record and record.get("finished"):
+                primary.setdefault(arm, {})[seed] = record["final_pass_rate"]
+                secondary.setdefault(arm, {})[seed] = _mean(e["pass_rate"] for e in record["evals"] if e["step"] >= 5)
+
+    def verdicts(table: dict) -> list[dict]:
+        out = []
+        for a, b in PAIRS:
+            v = paired_verdict(table, a, b)
+            if len(v["seeds"]) < len(STUDY_SEEDS):
+                v["verdict"] = f"not yet: {len(v['seeds'])} of {len(STUDY_SEEDS)} seeds"
+            out.append(v)
+        return out
+
+    finished = sum(len(seeds) for seeds in primary.values())
+    return {"cells_finished": finished, "complete": finished == len(STUDY_ARMS) * len(STUDY_SEEDS),
+            "final_pass_rate": primary, "mean_pass_rate_5_60": secondary,
+            "primary": verdicts(primary), "secondary": verdicts(secondary)}
+
+
+def write_verdict() -> dict:
+    """``verdict.json`` from the committed records of the study's cells; printed as well."""
+    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS
+
+    records = {name: json.loads(path.read_text()) for arm in STUDY_ARMS for seed in STUDY_SEEDS
+               for name in [f"{arm}-s{seed}"] for path in [RESULTS / f"{name}.json"] if path.exists()}
+    verdict = study_verdict(records)
+    (RESULTS / "verdict.json").write_text(json.dumps(verdict, indent=2))
+    for metric in ("primary", "secondary"):
+        for v in verdict[metric]:
+            gaps = ", ".join(f"s{s} {d:+.3f}" for s, d in zip(v["seeds"], v["differences"]))
+            print(f"{metric}: {v['a']} vs {v['b']}: {v['verdict']} ({gaps})", flush=True)
+    return verdict
+
+
 def report(args: argparse.Namespace) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     only = getattr(args, "only", None)
@@ -222,6 +276,7 @@ def report(args: argparse.Namespace) -> int:
         print(out.name, {k: summary[k] for k in ("steps", "finished", "base_pass_rate", "final_pass_rate",
                                                  "best_pass_rate", "peak_rss_gib")}, flush=True)
     study_plots()
+    write_verdict()
     return 0
 
 
@@ -248,7 +303,8 @@ def committed(name: str, print_: str) -> bool:
     record = json.loads(path.read_text())
     if record["manifest"]["fingerprint"] != print_:
         raise SystemExit(f"{path}: that run started from another checkpoint ({record['manifest']['fingerprint'][:12]}, "
-                         f"this one {print_[:12]}): the study's cells must share one start")
+                         f"this one {print_[:12]}): the study's cells must share one start (converted under "
+                         f"{START_CONVERTER}: `pip install {START_CONVERTER}`, then `botgrpo convert-gguf --force`)")
     return bool(record.get("finished"))
 
 

@@ -58,3 +58,31 @@ def test_lora_flags_reach_the_trainer_config_and_a_full_fine_tune_record_is_unch
     cfg = recipe.train_config("out", "train.jsonl", "eval.jsonl")
     assert (cfg.lora.r, cfg.lora.alpha) == (8, 16.0)
     assert ChatArith(model="m").train_config("out", "train.jsonl", "eval.jsonl").lora is None
+
+
+def _record(final: float, evals: list[float], finished: bool = True) -> dict:
+    steps = [0, *range(5, 5 * len(evals), 5)]
+    return {"finished": finished, "final_pass_rate": final,
+            "evals": [{"step": s, "pass_rate": r} for s, r in zip(steps, evals)]}
+
+
+def test_the_verdict_calls_only_what_every_seed_agrees_on_and_never_before_every_seed_finished():
+    # bot_grpo beats grpo by 6, 7 and 8 points at the end (mean 7 >= 5: called); ws0 differs by
+    # +10, -2, +10 (signs disagree: not called). Step 0 is left out of the secondary mean.
+    records = {}
+    for seed, (b, g, w) in {1: (0.60, 0.54, 0.50), 2: (0.70, 0.63, 0.72), 3: (0.80, 0.72, 0.70)}.items():
+        records[f"bot_grpo-s{seed}"] = _record(b, [0.9, 0.4, b])
+        records[f"grpo-s{seed}"] = _record(g, [0.0, 0.4, g])
+        records[f"ws0-s{seed}"] = _record(w, [0.0, 0.4, w])
+    verdict = smollm2_rl.study_verdict(records)
+    assert verdict["complete"] and verdict["cells_finished"] == 9
+    vs_grpo, vs_ws0 = verdict["primary"]
+    assert vs_grpo["verdict"] == "bot_grpo > grpo" and vs_grpo["mean_difference"] == pytest.approx(0.07)
+    assert vs_ws0["verdict"] == "no difference detected at this size"
+    assert verdict["mean_pass_rate_5_60"]["bot_grpo"][1] == pytest.approx(0.5)    # (0.4 + 0.6) / 2
+    assert verdict["secondary"][0]["differences"] == pytest.approx([0.03, 0.035, 0.04])
+
+    records["grpo-s3"] = _record(0.10, [0.0, 0.1, 0.1], finished=False)   # an unfinished cell is no seed
+    partial = smollm2_rl.study_verdict(records)
+    assert not partial["complete"] and partial["cells_finished"] == 8
+    assert partial["primary"][0]["verdict"] == "not yet: 2 of 3 seeds"
