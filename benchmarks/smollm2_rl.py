@@ -214,8 +214,9 @@ def study_plots() -> list[Path]:
     return written
 
 
-# protocol.md's question: the token-level signal against GRPO, and the local signal against none
-PAIRS = (("bot_grpo", "grpo"), ("bot_grpo", "ws0"))
+# protocol.md's question: BoT-GRPO against GRPO, and where a gain comes from: the local signal
+# (BoT-GRPO against itself at w_s = 0) or the aggregation alone (w_s = 0 against GRPO)
+PAIRS = (("bot_grpo", "grpo"), ("bot_grpo", "ws0"), ("ws0", "grpo"))
 
 
 def study_verdict(records: dict[str, dict]) -> dict:

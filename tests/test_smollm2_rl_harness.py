@@ -76,9 +76,10 @@ def test_the_verdict_calls_only_what_every_seed_agrees_on_and_never_before_every
         records[f"ws0-s{seed}"] = _record(w, [0.0, 0.4, w])
     verdict = smollm2_rl.study_verdict(records)
     assert verdict["complete"] and verdict["cells_finished"] == 9
-    vs_grpo, vs_ws0 = verdict["primary"]
+    vs_grpo, vs_ws0, ws0_vs_grpo = verdict["primary"]
     assert vs_grpo["verdict"] == "bot_grpo > grpo" and vs_grpo["mean_difference"] == pytest.approx(0.07)
     assert vs_ws0["verdict"] == "no difference detected at this size"
+    assert ws0_vs_grpo["differences"] == pytest.approx([-0.04, 0.09, -0.02])
     assert verdict["mean_pass_rate_5_60"]["bot_grpo"][1] == pytest.approx(0.5)    # (0.4 + 0.6) / 2
     assert verdict["secondary"][0]["differences"] == pytest.approx([0.03, 0.035, 0.04])
 
