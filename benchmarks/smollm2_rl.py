@@ -250,14 +250,53 @@ def study_verdict(records: dict[str, dict]) -> dict:
             "primary": verdicts(primary), "secondary": verdicts(secondary)}
 
 
+def plot_verdict(records: dict[str, dict], verdict: dict, path: Path) -> Path:
+    """Left: each arm's held-out success, the mean over its seeds (thick) and every seed (thin).
+    Right: each pair's per-seed difference at the last step, its mean, and the rule's +-5 points."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from botgrpo.trainer.recipes import MIN_GAP, STUDY_ARMS
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
+    for colour, arm in zip(("C0", "C1", "C2"), STUDY_ARMS):
+        runs = [r for name, r in sorted(records.items()) if name.rsplit("-s", 1)[0] == arm and r.get("finished")]
+        for run in runs:
+            left.plot([e["step"] for e in run["evals"]], [e["pass_rate"] for e in run["evals"]], color=colour, lw=0.7,
+                      alpha=0.45)
+        if runs:
+            steps = [e["step"] for e in runs[0]["evals"]]
+            mean = [sum(r["evals"][i]["pass_rate"] for r in runs) / len(runs) for i in range(len(steps))]
+            left.plot(steps, mean, color=colour, lw=2.2, marker="o", label=f"{arm} (mean of {len(runs)} seeds)")
+    left.set(xlabel="step", ylabel="held-out success", ylim=(0, 1), title="SmolLM2-135M-Instruct, a + b, held-out")
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    for x, v in enumerate(verdict["primary"]):
+        right.scatter([x + 0.08 * (i - 1) for i in range(len(v["differences"]))], [100 * d for d in v["differences"]],
+                      color="k", s=18, zorder=3)   # seeds side by side, so equal differences stay visible
+        if v["mean_difference"] is not None:
+            right.hlines(100 * v["mean_difference"], x - 0.25, x + 0.25, color="C3", lw=2.5)
+    right.axhspan(-100 * MIN_GAP, 100 * MIN_GAP, color="0.85", zorder=0)
+    right.axhline(0, color="0.4", lw=0.8)
+    right.set_xticks(range(len(verdict["primary"])),
+                     [f"{v['a']} - {v['b']}\n{v['verdict']}" for v in verdict["primary"]], fontsize=7)
+    right.set(ylabel="difference at the last step (points)", title="per seed (dots), mean (bar); grey: < 5 points")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_verdict() -> dict:
-    """``verdict.json`` from the committed records of the study's cells; printed as well."""
+    """``verdict.json`` and ``study.png`` from the committed records of the study's cells; printed as well."""
     from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS
 
     records = {name: json.loads(path.read_text()) for arm in STUDY_ARMS for seed in STUDY_SEEDS
                for name in [f"{arm}-s{seed}"] for path in [RESULTS / f"{name}.json"] if path.exists()}
     verdict = study_verdict(records)
     (RESULTS / "verdict.json").write_text(json.dumps(verdict, indent=2))
+    plot_verdict(records, verdict, RESULTS / "study.png")
     for metric in ("primary", "secondary"):
         for v in verdict[metric]:
             gaps = ", ".join(f"s{s} {d:+.3f}" for s, d in zip(v["seeds"], v["differences"]))

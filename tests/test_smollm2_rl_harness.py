@@ -87,3 +87,15 @@ def test_the_verdict_calls_only_what_every_seed_agrees_on_and_never_before_every
     partial = smollm2_rl.study_verdict(records)
     assert not partial["complete"] and partial["cells_finished"] == 8
     assert partial["primary"][0]["verdict"] == "not yet: 2 of 3 seeds"
+
+
+def test_report_writes_the_verdict_and_its_figure_from_the_committed_records(tmp_path, monkeypatch):
+    monkeypatch.setattr(smollm2_rl, "RESULTS", tmp_path)
+    for seed in (1, 2, 3):
+        for arm, final in {"bot_grpo": 0.7, "grpo": 0.6, "ws0": 0.65 + 0.1 * (seed == 2)}.items():
+            (tmp_path / f"{arm}-s{seed}.json").write_text(json.dumps(_record(final, [0.05, 0.3, final])))
+    written = smollm2_rl.write_verdict()
+    assert json.loads((tmp_path / "verdict.json").read_text()) == json.loads(json.dumps(written))
+    assert [v["verdict"] for v in written["primary"]] == [
+        "bot_grpo > grpo", "no difference detected at this size", "ws0 > grpo"]
+    assert (tmp_path / "study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
