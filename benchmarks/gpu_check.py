@@ -38,7 +38,7 @@ autocast, gradient checkpointing, train mode in the update.
    time otherwise); a stopped or failed cell is reported with its log's
    tail. ``gpu_check.json``'s ``real_model`` holds every cell's curve and evaluations, the
    step at which all cells have an evaluation (``compared_at_step``), the held-out success per
-   arm and seed there, and the protocol's paired verdicts (``bot_grpo`` against each other arm:
+   arm and seed there, and the protocol's paired verdicts (each pair of ``STUDY_PAIRS`` whose arms ran:
    called only when every seed agrees in sign and the mean is at least 5 points);
    ``real_model_curves.png`` the curves. Run it alone with ``--skip hf vllm advantages``; for a
    3B model use ``--real-parallel 1`` (or 3) and fewer ``--real-seeds``. ``--real-parallel 0``
@@ -321,7 +321,8 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
     """The pre-registered comparison of docs/results/smollm2_rl/protocol.md on a real checkpoint
     (part 4): every arm x seed from the same start, prompts and budget."""
     from botgrpo.embedded import EmbeddedServer
-    from botgrpo.trainer.recipes import STUDY_ARMS, EngineUnavailable, choose_engine, paired_verdict, plot_runs
+    from botgrpo.trainer.recipes import (STUDY_ARMS, STUDY_PAIRS, EngineUnavailable, choose_engine, paired_verdict,
+                                         plot_runs)
 
     model = _real_checkpoint(args.real_model)
     try:
@@ -351,7 +352,7 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
         if rate is not None:
             final.setdefault(cell["arm"], {})[cell["seed"]] = rate
     arms = list(args.real_arms)
-    verdicts = [paired_verdict(final, arms[0], other) for other in arms[1:]]
+    verdicts = [paired_verdict(final, a, b) for a, b in STUDY_PAIRS if a in arms and b in arms]
     base = {arm: {seed: next((e["pass_rate"] for e in c.get("evals", []) if e["step"] == 0), None)
                   for c in results if c["arm"] == arm for seed in [c["seed"]]} for arm in arms}
     done = [c for c in results if not c.get("failed")]

@@ -214,17 +214,12 @@ def study_plots() -> list[Path]:
     return written
 
 
-# protocol.md's question: BoT-GRPO against GRPO, and where a gain comes from: the local signal
-# (BoT-GRPO against itself at w_s = 0) or the aggregation alone (w_s = 0 against GRPO)
-PAIRS = (("bot_grpo", "grpo"), ("bot_grpo", "ws0"), ("ws0", "grpo"))
-
-
 def study_verdict(records: dict[str, dict]) -> dict:
     """protocol.md's rule over the records ``{"<arm>-s<seed>": record}`` of finished cells, for
-    each pair of :data:`PAIRS`: on the primary metric (held-out success at the last step) and
+    each pair of ``STUDY_PAIRS``: on the primary metric (held-out success at the last step) and
     the secondary (mean held-out success of the evaluations at steps 5..60). A pair with fewer
     than every study seed is "not yet", never called."""
-    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS, paired_verdict
+    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_PAIRS, STUDY_SEEDS, paired_verdict
 
     primary: dict[str, dict[int, float]] = {}
     secondary: dict[str, dict[int, float]] = {}
@@ -237,7 +232,7 @@ def study_verdict(records: dict[str, dict]) -> dict:
 
     def verdicts(table: dict) -> list[dict]:
         out = []
-        for a, b in PAIRS:
+        for a, b in STUDY_PAIRS:
             v = paired_verdict(table, a, b)
             if len(v["seeds"]) < len(STUDY_SEEDS):
                 v["verdict"] = f"not yet: {len(v['seeds'])} of {len(STUDY_SEEDS)} seeds"

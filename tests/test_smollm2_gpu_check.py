@@ -76,7 +76,7 @@ def test_the_protocols_arms_and_seeds_run_in_this_process_with_the_vllm_engine(c
         assert len({cells[(arm, seed)]["evals"][0]["pass_rate"] for arm in ("bot_grpo", "grpo", "ws0")}) == 1
     assert result["complete"] and result["compared_at_step"] == 2
     assert set(result["final_pass_rate"]) == {"bot_grpo", "grpo", "ws0"}
-    assert [(v["a"], v["b"]) for v in result["verdicts"]] == [("bot_grpo", "grpo"), ("bot_grpo", "ws0")]
+    assert [(v["a"], v["b"]) for v in result["verdicts"]] == [("bot_grpo", "grpo"), ("bot_grpo", "ws0"), ("ws0", "grpo")]
     assert all(v["seeds"] == [1, 2] for v in result["verdicts"])
     assert len(result["fingerprint"]) == 64
     assert (tmp_path / "real_model_curves.png").stat().st_size > 10_000

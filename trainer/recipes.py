@@ -10,8 +10,8 @@ real-model comparison (``benchmarks/gpu_check.py``) and the CPU study harness
   :data:`EVAL_SEED`, scored by the ``math`` scorer with ``extraction: boxed``;
 * the run's settings (:class:`ChatArith`, the protocol's values by default) and the
   :class:`~botgrpo.trainer.config.TrainConfig` they make;
-* the study's arms and seeds (:data:`STUDY_ARMS`, :data:`STUDY_SEEDS`) and its decision rule
-  (:func:`paired_verdict`);
+* the study's arms, seeds and compared pairs (:data:`STUDY_ARMS`, :data:`STUDY_SEEDS`,
+  :data:`STUDY_PAIRS`) and its decision rule (:func:`paired_verdict`);
 * the engine choice (:func:`choose_engine`: vLLM when importable, else the transformers loop,
   with the reason) and the curve plot (:func:`plot_runs`).
 """
@@ -30,6 +30,9 @@ STUDY_ARMS: dict[str, dict[str, Any]] = {  # arm -> the ChatArith fields it sets
     "grpo": {"method": "grpo"},
     "ws0": {"method": "bot_grpo", "local_weight": 0.0},  # BoT-GRPO with the outcome alone on every token
 }
+# protocol.md's question: BoT-GRPO against GRPO, and where a gain comes from: the local signal
+# (BoT-GRPO against itself at w_s = 0) or the aggregation alone (w_s = 0 against GRPO)
+STUDY_PAIRS = (("bot_grpo", "grpo"), ("bot_grpo", "ws0"), ("ws0", "grpo"))
 MIN_GAP = 0.05  # protocol.md: a difference is called only if every seed agrees in sign and the mean is >= 5 points
 
 
