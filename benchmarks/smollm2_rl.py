@@ -287,8 +287,9 @@ def write_verdict() -> dict:
     """``verdict.json`` and ``study.png`` from the committed records of the study's cells; printed as well."""
     from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS
 
-    records = {name: json.loads(path.read_text()) for arm in STUDY_ARMS for seed in STUDY_SEEDS
-               for name in [f"{arm}-s{seed}"] for path in [RESULTS / f"{name}.json"] if path.exists()}
+    names = [f"{arm}-s{seed}" for arm in STUDY_ARMS for seed in STUDY_SEEDS]
+    records = {name: json.loads((RESULTS / f"{name}.json").read_text()) for name in names
+               if (RESULTS / f"{name}.json").exists()}
     verdict = study_verdict(records)
     (RESULTS / "verdict.json").write_text(json.dumps(verdict, indent=2))
     plot_verdict(records, verdict, RESULTS / "study.png")
