@@ -57,6 +57,19 @@ class ServerSettings(BaseModel):
     model_device: str = Field("cpu", description="device of the reward model, e.g. cuda:0")
     warm_scorers: bool = Field(True, description="start scorer pools at startup rather than on first request")
 
+    @field_validator("api_key")
+    @classmethod
+    def _key_can_be_sent(cls, key: Optional[SecretStr]) -> Optional[SecretStr]:
+        """A key is visible ASCII: anything else can never arrive intact in an HTTP header (its
+        bytes are read as Latin-1) nor in aiohttp's Basic auth, so it could never authenticate."""
+        bad = next(((i, c) for i, c in enumerate(key.get_secret_value()) if not "!" <= c <= "~"), None) if key else None
+        if bad is not None:
+            i, c = bad
+            kind = "a space" if c == " " else "a control character" if c.isascii() else "a non-ASCII character"
+            raise ValueError(f"api_key has {kind} at position {i}: a key must be visible ASCII (33-126) to be sent in "
+                             f"an HTTP header; e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+        return key
+
     @field_validator("sandbox_require", mode="before")
     @classmethod
     def _one_layer_is_a_list(cls, value: Any) -> Any:

@@ -6,11 +6,13 @@ every bad value at once with the layer it came from, instead of failing deep ins
 from __future__ import annotations
 
 import os
+import types
+import typing
 from pathlib import Path
 from typing import Any, Mapping, Optional, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -21,14 +23,24 @@ class SettingsError(ValueError):
     """Settings that cannot be used, with every problem named."""
 
 
+def _is_text(annotation: Any) -> bool:
+    """A ``str`` or ``SecretStr`` field, Optional or not."""
+    if annotation in (str, SecretStr):
+        return True
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and all(
+        a is type(None) or _is_text(a) for a in typing.get_args(annotation))
+
+
 def _from_env(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
     """Values for ``model``'s fields from ``BOTGRPO_<FIELD>`` variables (YAML syntax, so
-    ``BOTGRPO_KL_COEF=0.1`` is a float and ``BOTGRPO_ESTIMATOR_OPTIONS='{eps: 1e-4}'`` a dict)."""
+    ``BOTGRPO_KL_COEF=0.1`` is a float and ``BOTGRPO_ESTIMATOR_OPTIONS='{eps: 1e-4}'`` a dict),
+    except that a text field takes the value as written: YAML would read an API key ``#k3y``
+    as a comment (no key: auth off), ``null`` as none and ``12345`` as a number."""
     values = {}
-    for name in model.model_fields:
+    for name, info in model.model_fields.items():
         raw = environ.get(ENV_PREFIX + name.upper())
         if raw is not None:
-            values[name] = yaml.safe_load(raw) if raw.strip() else raw
+            values[name] = yaml.safe_load(raw) if raw.strip() and not _is_text(info.annotation) else raw
     return values
 
 

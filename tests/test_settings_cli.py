@@ -113,3 +113,13 @@ def test_train_names_bad_config_without_a_traceback(tmp_path, capsys):
     cfg.write_text("model: m\ndataset: d\nlerning_rate: 1\n")
     assert main(["train", "--config", str(cfg)]) == 2
     assert "lerning_rate" in capsys.readouterr().err
+
+
+def test_a_text_setting_from_the_environment_is_taken_as_written():
+    """YAML would read ``#k3y`` as a comment (an API key of none: auth off), ``null`` as none and
+    ``12345`` as a number; numbers and mappings elsewhere are still YAML (issue 34)."""
+    from botgrpo.reward_server.settings import ServerSettings
+    for key in ("#k3y", "null", "12345", "a:b", "[x]"):
+        settings = load(ServerSettings, environ={"BOTGRPO_API_KEY": key, "BOTGRPO_SANDBOX_REQUIRE": "[]"})
+        assert settings.api_key.get_secret_value() == key
+    assert load(ServerSettings, environ={"BOTGRPO_BOUNDS": "[-2, 2]", "BOTGRPO_SANDBOX_REQUIRE": "[]"}).bounds == (-2, 2)
