@@ -15,6 +15,10 @@ pipe) is replaced by U+FFFD in every string of a request, keys of ``options`` an
 ``reference`` included. One code point replaces one code point, so character offsets
 (``token_offsets``, reported spans) still index the completion as sent. A valid surrogate
 *pair* is one character after JSON decoding and is left alone.
+
+Free-form JSON (``options``, ``reference``) is nested at most :data:`MAX_DEPTH` levels (a 422
+above): what the parser accepts (about 990 levels) is more than what serialising it again
+(``model_dump``, the Redis payload, a worker's parser on a deeper stack) survives.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 MAX_OFFSET = 2**31 - 1  # far above any completion the server accepts; bigger ints are a 422, not an overflow
+MAX_DEPTH = 32  # nesting of free-form JSON: a spec is 3 levels deep; 32 is far from any parser's limit
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -78,12 +83,30 @@ def clean_json(value: Any) -> Any:
     return root
 
 
+def nesting(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply ``value`` (JSON-like) nests containers (a scalar: 0, ``[[]]``: 2), counted
+    iteratively and only up to ``limit + 1``: enough to tell that it is over ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list, tuple)):
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            break
+        stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
 def _clean_input(value: Any) -> Any:
+    if isinstance(value, (dict, list, tuple)) and nesting(value) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
     return clean_json(value)  # before validation: pydantic refuses a lone surrogate in a constrained str
 
 
 Text = Annotated[str, BeforeValidator(_clean_input)]
 JSONObject = Annotated[dict[str, Any], BeforeValidator(_clean_input)]
+JSONValue = Annotated[Any, BeforeValidator(_clean_input)]  # any JSON, at most MAX_DEPTH deep
 Offset = Annotated[int, Field(strict=True, ge=0, le=MAX_OFFSET)]  # strict: "0", true and 1.0 are not offsets
 Span = tuple[int, int]
 

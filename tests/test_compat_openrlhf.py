@@ -178,6 +178,40 @@ def test_bad_requests_are_422_naming_the_field(server, body, needle):
     assert r.status_code == 422 and needle in r.text, r.text
 
 
+@pytest.mark.parametrize("label", [{}, {"answer": ""}, {"answer": None}, {"solution": "42"}])
+def test_a_math_label_object_without_an_answer_is_a_422(server, label):
+    """Issue 34, finding 11: it was scored as a failure (reward -1, unscored 1), which OpenRLHF
+    trains on as a real one."""
+    r = post(server, "math", openrlhf_body([PROMPT + RIGHT], [PROMPT], [label]))
+    assert r.status_code == 422 and "labels[0]" in r.text and "answer" in r.text, r.text
+
+
+def test_deep_json_in_options_or_labels_is_a_422(server):
+    """Issue 34, finding 3: ``?options=`` nested past the parser's depth was a 500 (RecursionError);
+    so was a react label holding such JSON, and a label nested deeply enough that showing it in
+    the 422's message overflowed."""
+    body = openrlhf_body([PROMPT + RIGHT], [PROMPT], ["42"])
+    for nested in ("[" * 5000 + "]" * 5000, "[" * 5000):
+        r = post(server, "math", body, "?options=" + quote(nested))
+        assert r.status_code == 422 and "options" in r.text, r.text
+    deep_object = quote('{"a":' * 40 + "1" + "}" * 40)  # JSON, within the parser's depth, past the server's
+    r = post(server, "math", body, "?options=" + deep_object)
+    assert r.status_code == 422 and "nested deeper than 32" in r.text, r.text
+    in_a_string = openrlhf_body([REACT_PROMPT + COUNTER], [REACT_PROMPT], ['{"a": ' + "[" * 5000 + "]" * 5000 + "}"])
+    nested = openrlhf_body([REACT_PROMPT + COUNTER], [REACT_PROMPT], ["@"]).replace(b'"@"', b"[" * 980 + b"]" * 980)
+    for body in (in_a_string, nested):  # the second: within the parser's depth, too deep to show or serialise
+        r = post(server, "react", body)
+        assert r.status_code == 422 and "labels" in r.text, r.text[:300]
+
+
+def test_a_response_over_the_limit_as_sent_is_a_413_even_if_it_is_all_end_markers(server):
+    """Issue 34, finding 2: ``max_completion_chars`` was checked after the end markers were cut,
+    so a response of 4,000 characters of ``</s>`` was let through (and cut in quadratic time)."""
+    markers = "</s>" * 1001  # 4,004 characters, over max_completion_chars=4000; nothing once cut
+    r = post(server, "math", openrlhf_body([PROMPT + RIGHT + markers], [PROMPT], ["42"]))
+    assert r.status_code == 413 and "max_completion_chars" in r.text and "query[0]" in r.text, r.text
+
+
 def test_bad_react_labels_are_422(server):
     for label, needle in [('{"component": 3}', "labels[0]: not a valid spec"), ("not a name", "labels[0]"),
                           ('{"elements": [', "labels[0]: starts with '{' but is not JSON")]:
@@ -189,7 +223,7 @@ def test_bad_react_labels_are_422(server):
 def test_limits_are_those_of_v1_rewards(server):
     long = PROMPT + "1 + 1 = 2. " * 400 + "\\boxed{2}"  # response over max_completion_chars=4000
     r = post(server, "math", openrlhf_body([long], [PROMPT], ["2"]))
-    assert r.status_code == 413 and "max_completion_chars" in r.text and "query[i]" in r.text
+    assert r.status_code == 413 and "max_completion_chars" in r.text and "query[0]'s response" in r.text
     huge = openrlhf_body([PROMPT + "x" * 120_000], [PROMPT], ["2"])  # over max_request_bytes=100000
     assert post(server, "math", huge).status_code == 413
 
@@ -207,6 +241,26 @@ def test_auth_takes_the_key_as_bearer_or_as_the_urls_password(server):
         r = client.post(f"http://botgrpo:{KEY}@{host}/compat/openrlhf/math/get_reward", content=body,
                         headers={"Content-Type": "application/json"}, timeout=60)
     assert openrlhf_reads(r, 1)["rewards"] == [1.0]
+
+
+def test_a_key_with_url_delimiters_goes_in_the_url_percent_encoded(tmp_path):
+    """Issue 34, finding 14: ``@ : / ? # %`` end or split a URL's user info, so in
+    ``http://botgrpo:KEY@host/...`` they must be percent-encoded; the client decodes them before
+    it sends Basic auth (httpx here, aiohttp's yarl URLs in the peers)."""
+    require_host(node_available(), "the Node toolchain (sandbox/node/node_modules)")
+    key = "k@y:/?#%25x"
+    srv = LiveServer(tmp_path, env={"BOTGRPO_API_KEY": key, "BOTGRPO_WARM_SCORERS": "false"})
+    try:
+        host = srv.url.removeprefix("http://")
+        body = openrlhf_body([PROMPT + RIGHT], [PROMPT], ["42"])
+        with httpx.Client() as client:
+            encoded = client.post(f"http://botgrpo:{quote(key, safe='')}@{host}/compat/openrlhf/math/get_reward",
+                                  content=body, headers={"Content-Type": "application/json"}, timeout=60)
+            assert openrlhf_reads(encoded, 1)["rewards"] == [1.0]
+            with pytest.raises(httpx.HTTPError):  # as typed: the URL's host is "k", not the server
+                client.post(f"http://botgrpo:{key}@{host}/compat/openrlhf/math/get_reward", content=body, timeout=5)
+    finally:
+        srv.stop()
 
 
 def test_the_routes_are_in_the_openapi_schema(server):

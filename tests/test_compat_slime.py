@@ -140,13 +140,74 @@ def test_bad_requests_are_422_naming_the_field(server, task, body, query, needle
 
 def test_limits_and_auth_are_those_of_v1_rewards(server):
     long = post(server.url, "math", slime_body(PROMPT, "1 + 1 = 2. " * 400, "2"))
-    assert long.status_code == 413 and "max_completion_chars" in long.text and "completion its response" in long.text
+    assert long.status_code == 413 and "max_completion_chars" in long.text and "response has 4400" in long.text
     body = slime_body(PROMPT, RIGHT, "42")
     assert post(server.url, "math", body, headers={}).status_code == 401
     assert post(server.url, "math", body, headers={"Authorization": "Bearer nope"}).status_code == 401
     assert slime_reward(post(server.url, "math", body, headers={"Authorization": f"Bearer {KEY}"})) == 1.0
     host = server.url.removeprefix("http://")  # --rm-url http://botgrpo:KEY@host/...: userinfo sent as Basic auth
     assert slime_reward(post(f"http://botgrpo:{KEY}@{host}", "math", body, headers={})) == 1.0
+
+
+def test_a_response_over_the_limit_as_sent_is_a_413_even_if_it_is_all_end_markers(server):
+    """Issue 34, finding 2: the limit was checked on the response after its end markers were cut."""
+    r = post(server.url, "math", slime_body(PROMPT, RIGHT + "</s>" * 1001, "42"))  # 4,004 characters of markers
+    assert r.status_code == 413 and "max_completion_chars" in r.text and "response has" in r.text, r.text
+
+
+def test_a_math_label_object_without_an_answer_is_a_422(server):
+    """Issue 34, finding 11: scored as a failure, which slime would train on."""
+    for label in ({}, {"answer": " "}, {"solution": "42"}):
+        r = post(server.url, "math", slime_body(PROMPT, RIGHT, label))
+        assert r.status_code == 422 and "label: task 'math' needs the reference answer" in r.text, r.text
+
+
+SHELL = "```tsx\nexport default function Shell() {\n  return <main><section></section></main>;\n}\n```"
+
+
+def test_a_list_option_takes_one_value_repeated_values_or_comma_separated_ones(server):
+    """Issue 34, finding 12: ``?wrapper_tags=main`` and ``?wrapper_tags=main%2Csection`` were 422s
+    (a single value was a string where the option takes a list). Here they must also mean what
+    they say: with only ``main`` a wrapper, the ``<section>`` inside it is content."""
+    from botgrpo.sandbox import isolation as iso
+    require_host(not iso.render_refusal(iso.detect().layers), "bubblewrap with user namespaces (the render layers)")
+
+    def reward(query: str) -> dict:
+        r = post(server.url, "react", slime_body("p", SHELL, None), "?level=render&format=dict" + query)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    default = reward("")  # main and section are both default wrappers: nothing visible
+    only_main = reward("&wrapper_tags=main")
+    assert default["passed"] is False and only_main["passed"] is True, (default, only_main)
+    for query in ("&wrapper_tags=main%2Csection", "&wrapper_tags=main&wrapper_tags=section",
+                  "&wrapper_tags=main,section"):
+        assert reward(query)["passed"] is False, query
+
+
+def test_end_markers_are_cut_in_linear_time_off_the_event_loop(tmp_path):
+    """Issue 34, finding 2: cutting one marker at a time copied the text each time, so a 1.5 MB
+    response of ``</s>`` cost 7.9 s of CPU on the slime route's event loop (/healthz stalled with
+    it) and 9.2 s on the OpenRLHF route. Measured as the server process's CPU time (threads
+    included, the scorer pools excluded: the cut happens in the server), which a busy machine
+    does not inflate as it does wall time."""
+    from tests.test_hostile_server import HealthProbe, process_cpu_s
+    require_host(node_available(), "the Node toolchain (sandbox/node/node_modules)")
+    srv = LiveServer(tmp_path, env={"BOTGRPO_MAX_COMPLETION_CHARS": "2000000", "BOTGRPO_MAX_REQUEST_BYTES": "8000000"})
+    markers = "</s>" * 375_000  # 1.5 MB
+    try:
+        for route, body in [("slime/math", slime_body(PROMPT, markers, "42")),
+                            ("openrlhf/math/get_reward", json.dumps({"query": [PROMPT + markers], "prompts": [PROMPT],
+                                                                     "labels": ["42"]}).encode())]:
+            before = process_cpu_s(srv.proc.pid)
+            with HealthProbe(srv.url) as probe:
+                r = httpx.post(f"{srv.url}/compat/{route}", content=body,
+                               headers={"Content-Type": "application/json"}, timeout=120)
+            spent = process_cpu_s(srv.proc.pid) - before
+            assert r.status_code == 200, r.text[:300]  # an empty response, scored
+            assert spent < 2.5 and probe.worst < 2.0, (route, spent, probe.worst)  # before: 7.9-9.2 s, 7.9 s
+    finally:
+        srv.stop()
 
 
 def test_backpressure_is_a_503_with_retry_after_and_the_retry_is_answered(tmp_path):

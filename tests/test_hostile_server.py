@@ -61,6 +61,13 @@ def rss_mb(pid: int, key: str = "VmHWM") -> int:
     raise KeyError(key)
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) a process has used: /proc/PID/stat fields 14-15."""
+    import os
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class HealthProbe:
     """Polls /healthz every 20 ms in a thread; ``worst`` is the slowest answer seen."""
 
@@ -178,6 +185,29 @@ def test_pathological_json_is_a_4xx(server, raw):
     for path in ("/v1/rewards", "/v1/rewards:stream"):
         r = post_raw(server, raw, path=path)
         assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("where", ["reference", "options", "stream_reference"])
+def test_json_within_the_parsers_depth_but_deeper_than_the_server_serialises_is_a_422(server, where):
+    """Issue 34 (the sweep after finding 3): a reference key nested 900 deep (keys a scorer does
+    not read are allowed) parsed, then broke ``model_dump`` on its way to the queue: a 500.
+    Free-form JSON is now at most 32 levels deep."""
+    reference = {"answer": "12"}
+    body = {"task": "math", "options": {}, "rollouts": [{**GOOD_MATH, "reference": reference}]}
+    raw = json.dumps(body)
+    if where == "options":
+        raw = raw.replace('"options": {}', '"options": {"check_steps": ' + _deep(900) + "}")
+    else:
+        raw = raw.replace('{"answer": "12"}', '{"answer": "12", "meta": ' + _deep(900) + "}")
+    r = post_raw(server, raw, path="/v1/rewards:stream" if where.startswith("stream") else "/v1/rewards")
+    assert r.status_code == 422 and "nested deeper than 32 levels" in r.text, (r.status_code, r.text[:300])
+    if where != "options":  # a dataset's metadata 20 levels deep is still fine
+        shallow = post_raw(server, raw.replace(_deep(900), _deep(20)))
+        assert shallow.status_code == 200 and shallow.json()["results"][0]["passed"] is True, shallow.text[:300]
 
 
 # --------------------------------------------------------------------------------------------- 3: linear time
@@ -427,6 +457,39 @@ def test_a_required_layer_the_host_lacks_stops_serve_with_a_clear_message(tmp_pa
     out = done.stdout + done.stderr
     assert done.returncode != 0 and "fs_view" in out and "apt-get install bubblewrap" in out, out[-2000:]
     assert "Traceback" not in out, out[-2000:]
+
+
+@pytest.mark.parametrize("key, kind", [("clé-secrète", "non-ASCII"), ("two words", "a space"), ("tab\tkey", "control")])
+def test_an_api_key_that_can_never_authenticate_stops_serve(tmp_path, key, kind):
+    """Issue 34, finding 14: a non-ASCII key was accepted at start-up and then refused every
+    request (header bytes are read as Latin-1, the key compared as UTF-8). The message names
+    the setting and the position, never the key."""
+    import subprocess
+    from botgrpo.processes import clean_env, free_port
+    env = clean_env({"BOTGRPO_API_KEY": key, "BOTGRPO_WARM_SCORERS": "false"})
+    try:
+        done = subprocess.run([sys.executable, "-m", "botgrpo.cli", "serve", "--port", str(free_port())], env=env,
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"botgrpo serve started with the key {key!r}, which no client can send")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "api_key" in out and kind in out and "visible ASCII" in out, out[-2000:]
+    assert key not in out and "Traceback" not in out, out[-2000:]
+
+
+def test_an_api_key_that_yaml_would_read_as_nothing_keeps_auth_on(tmp_path):
+    """Found with finding 14: ``BOTGRPO_*`` values are YAML, so the key ``#k3y`` was read as a
+    comment (no key: the server ran without auth), ``null`` as none, ``12345`` as a number (a
+    start-up error). A text setting now takes its value as written."""
+    require_node_toolchain()
+    srv = LiveServer(tmp_path, env={"BOTGRPO_API_KEY": "#k3y", "BOTGRPO_WARM_SCORERS": "false"})
+    try:
+        body = {"task": "math", "rollouts": [GOOD_MATH]}
+        assert httpx.post(srv.url + "/v1/rewards", json=body, timeout=60).status_code == 401
+        r = httpx.post(srv.url + "/v1/rewards", json=body, headers={"Authorization": "Bearer #k3y"}, timeout=60)
+        assert r.status_code == 200 and r.json()["results"][0]["passed"] is True
+    finally:
+        srv.stop()
 
 
 # --------------------------------------------------------------------------------------------- totality

@@ -107,7 +107,8 @@ def test_strict_parsing():
     assert rubric.parse_pointwise('{"score": 7, "reason": "fine"}').score == 7
     for bad in ('{"score": 7}', '{"score": 7.0, "reason": "x"}', '{"score": true, "reason": "x"}',
                 '{"score": 11, "reason": "x"}', '```json\n{"score": 7, "reason": "x"}\n```', "7/10",
-                '{"score": 7, "reason": "x", "extra": 1}', '[7, "x"]', None):
+                '{"score": 7, "reason": "x", "extra": 1}', '[7, "x"]', None,
+                "[" * 5000 + "]" * 5000):  # nested past the parser's depth (issue 34): a RecursionError before
         with pytest.raises(rubric.InvalidVerdict):
             rubric.parse_pointwise(bad)
     assert rubric.parse_pairwise('{"winner": "tie", "reason": ""}').winner == "tie"

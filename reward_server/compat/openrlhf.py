@@ -38,10 +38,10 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from botgrpo.reward_server.bodies import read_body
-from botgrpo.reward_server.compat.core import (SUMMARY_KEYS, body_schema, check_empty, cut_eos, eos_texts, query_options,
-                                      reference_for, score, summary, unit_score)
+from botgrpo.reward_server.compat.core import (SUMMARY_KEYS, body_schema, check_empty, eos_texts, query_options,
+                                      reference_for, response_text, score, summary, unit_score)
 from botgrpo.reward_server.service import RequestRejected
-from botgrpo.services.schemas import Text
+from botgrpo.services.schemas import JSONValue, Text
 
 router = APIRouter()
 LOG_PREFIX = "botgrpo_"
@@ -54,7 +54,7 @@ class OpenRLHFRequest(BaseModel):
 
     query: list[Text] = Field(..., description="each sample's prompt followed by its response, as decoded text")
     prompts: list[Text] = Field(..., description="each sample's prompt: the query's prefix")
-    labels: list[Any] = Field(..., description="each sample's label: math the answer, react a spec or component name")
+    labels: list[JSONValue] = Field(..., description="each sample's label: math the answer, react a spec or component name")
 
 
 class OpenRLHFResponse(BaseModel):
@@ -75,14 +75,15 @@ def split_response(query: str, prompt: str, index: int) -> str:
                                f"prompt when it was truncated to fit max_len or the tokenizer does not round-trip it")
 
 
-def rollouts_of(body: OpenRLHFRequest, task: str, eos: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def rollouts_of(body: OpenRLHFRequest, task: str, eos: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
     """One ``/v1/rewards`` rollout per query (4xx naming the first bad field); the response
-    without the end-of-sequence texts ``eos`` it ends with."""
+    without the end-of-sequence texts ``eos`` it ends with, at most ``limit`` characters as sent."""
     for name in ("prompts", "labels"):
         if len(getattr(body, name)) != len(body.query):
             raise RequestRejected(422, f"{name} has {len(getattr(body, name))} entries for {len(body.query)} queries: "
                                        f"query, prompts and labels are parallel lists")
-    return [{"id": f"query[{i}]", "prompt": prompt, "completion": cut_eos(split_response(query, prompt, i), eos),
+    return [{"id": f"query[{i}]", "prompt": prompt,
+             "completion": response_text(split_response(query, prompt, i), eos, limit, f"query[{i}]'s response"),
              "reference": reference_for(task, label, f"labels[{i}]")}
             for i, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels))]
 
@@ -100,10 +101,11 @@ def answer(results: list[dict[str, Any]], bounds: tuple[float, float]) -> dict[s
              openapi_extra=body_schema(OpenRLHFRequest))
 async def get_reward(task: str, http: Request) -> dict[str, Any]:
     """Score OpenRLHF's ``{"query", "prompts", "labels"}``; options from the query string."""
+    settings = http.app.state.settings
     body = await asyncio.to_thread(read_body, await http.body(), OpenRLHFRequest)
-    options = query_options(http)
-    rollouts = await asyncio.to_thread(rollouts_of, body, task, eos_texts(http))
-    bounds = http.app.state.settings.bounds
+    options = await asyncio.to_thread(query_options, http, task)
+    rollouts = await asyncio.to_thread(rollouts_of, body, task, eos_texts(http), settings.max_completion_chars)
+    bounds = settings.bounds
     if not rollouts:  # a shard left empty by OpenRLHF's split across URLs: nothing to score
         check_empty(http, task, options)
         return answer([], bounds)

@@ -30,9 +30,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from botgrpo.reward_server.bodies import read_body
-from botgrpo.reward_server.compat.core import (RESERVED, body_schema, cut_eos, eos_texts, query_options,
-                                      reference_for, score, unit_score)
-from botgrpo.services.schemas import Text
+from botgrpo.reward_server.compat.core import (RESERVED, body_schema, eos_texts, query_options, reference_for,
+                                      response_text, score, unit_score)
+from botgrpo.services.schemas import JSONValue, Text
 
 router = APIRouter()
 
@@ -41,7 +41,7 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: Text
-    content: Any = None
+    content: JSONValue = None
 
 
 class SlimeRequest(BaseModel):
@@ -51,7 +51,7 @@ class SlimeRequest(BaseModel):
 
     prompt: Union[Text, list[Message]] = Field("", description="the prompt: text, or chat messages")
     response: Text = Field(..., description="the generated text to score")
-    label: Any = Field(None, description="math: the answer; react: a spec (JSON) or a component name")
+    label: JSONValue = Field(None, description="math: the answer; react: a spec (JSON) or a component name")
 
 
 class SlimeDetail(BaseModel):
@@ -74,6 +74,13 @@ def prompt_text(prompt: Union[str, list[Message]]) -> str:
     return ""
 
 
+def rollout_of(body: SlimeRequest, task: str, eos: tuple[str, ...], limit: int) -> dict[str, Any]:
+    """The ``/v1/rewards`` rollout of slime's sample (4xx naming the bad field): its response
+    without the end-of-sequence texts ``eos``, at most ``limit`` characters as sent."""
+    return {"id": "sample", "prompt": prompt_text(body.prompt), "completion": response_text(body.response, eos, limit, "response"),
+            "reference": reference_for(task, body.label, "label")}
+
+
 def answer(result: dict[str, Any], form: str, bounds: tuple[float, float]) -> Union[float, dict[str, Any]]:
     """What slime stores as the reward: the outcome, or the dict form's fields."""
     if form == "number":
@@ -88,11 +95,10 @@ def answer(result: dict[str, Any], form: str, bounds: tuple[float, float]) -> Un
              openapi_extra=body_schema(SlimeRequest))
 async def reward(task: str, http: Request, format: Literal["number", "dict"] = "number") -> Any:  # noqa: A002
     """Score slime's ``{"prompt", "response", "label"}``; options from the query string."""
+    settings = http.app.state.settings
     body = await asyncio.to_thread(read_body, await http.body(), SlimeRequest)
-    options = query_options(http, RESERVED | {"format"})
-    completion = cut_eos(body.response, eos_texts(http))
-    rollout = {"id": "sample", "prompt": prompt_text(body.prompt), "completion": completion,
-               "reference": reference_for(task, body.label, "label")}
+    options = await asyncio.to_thread(query_options, http, task, RESERVED | {"format"})
+    rollout = await asyncio.to_thread(rollout_of, body, task, eos_texts(http), settings.max_completion_chars)
     mapping = "rollouts[0] is this sample: completion its response, reference its label"
     [result] = await score(http, task, options, [rollout], mapping)
-    return answer(result, format, http.app.state.settings.bounds)
+    return answer(result, format, settings.bounds)

@@ -155,7 +155,7 @@ class JudgeClient:
                 content = response.json()["choices"][0]["message"]["content"]
                 parse(content)
                 return content
-            except (ValueError, KeyError, IndexError, TypeError, rubric.InvalidVerdict) as error:
+            except (ValueError, RecursionError, KeyError, IndexError, TypeError, rubric.InvalidVerdict) as error:
                 self.stats.add("invalid")
                 last = f"invalid reply: {error}"[:300]
                 continue

@@ -103,7 +103,7 @@ def _object(content: Any, keys: set[str]) -> dict[str, Any]:
         raise InvalidVerdict("the reply has no text content")
     try:
         value = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # a reply nested past the parser's depth is no verdict either
         raise InvalidVerdict(f"the reply is not JSON: {content[:80]!r}") from None
     if not isinstance(value, dict) or set(value) != keys:
         raise InvalidVerdict(f"the reply must be an object with exactly the keys {sorted(keys)}, got {str(value)[:80]}")
