@@ -39,6 +39,7 @@ from starlette.types import Message, Send
 
 from botgrpo import __version__
 from botgrpo.reward_server.bodies import read_body
+from botgrpo.reward_server.clients import client_of
 from botgrpo.reward_server.compat import router as compat_router
 from botgrpo.reward_server.limits import BodyLimit
 from botgrpo.reward_server.metrics import Metrics, RequestMetrics
@@ -173,7 +174,7 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
         request = await asyncio.to_thread(parse_request, await http.body())
 
         def prepare(batch: str):
-            return service.work_items(batch, request, service.check(request))
+            return service.work_items(batch, request, service.check(request), client_of(http))
 
         batch = uuid.uuid4().hex
         await app.state.queue.submit(await asyncio.to_thread(prepare, batch))

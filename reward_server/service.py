@@ -131,9 +131,10 @@ class ScoringService:
                                        f"valid options: {sorted(model.model_fields)}") from None
 
     @staticmethod
-    def work_items(batch: str, request: RewardRequest, options: BaseModel) -> list[WorkItem]:
+    def work_items(batch: str, request: RewardRequest, options: BaseModel, client: str = "") -> list[WorkItem]:
+        """The queue's items of ``request``, sent by ``client`` (:mod:`botgrpo.reward_server.clients`)."""
         opts = options.model_dump(mode="json")
-        return [WorkItem(batch, i, {"task": request.task, "options": opts, "rollout": r.model_dump(mode="json")})
+        return [WorkItem(batch, i, {"task": request.task, "options": opts, "rollout": r.model_dump(mode="json")}, client)
                 for i, r in enumerate(request.rollouts)]
 
     # ---------------------------------------------------------------- scoring

@@ -42,8 +42,8 @@ class ServerSettings(BaseModel):
     score_batch: int = Field(8, ge=1, description="rollouts a worker scores at once: smaller gives earlier "
                                                   "streamed results, larger better compiler batching")
     score_chunk_s: float = Field(0.5, gt=0, description="seconds of work a worker takes from one request at once "
-                                 "(in-process queue): slow rollouts go one at a time, so another request waits "
-                                 "for about one rollout, not a batch (see services/queue/fair.py)")
+                                 "(in-process queue and `botgrpo worker`): slow rollouts go one at a time, so "
+                                 "another client waits for about one rollout, not a batch (see services/queue/fair.py)")
     react_pool_size: int = Field(2, ge=1, description="Node compiler workers per process")
     react_allow: list[str] = Field(default_factory=list, description="bare imports allowed besides react/react-dom")
     sandbox_require: list[str] = Field(default_factory=lambda: [AUTO], description="isolation layers the compiler "

@@ -24,6 +24,7 @@ from botgrpo.services.queue import (
     WorkItem,
     result_key,
 )
+from botgrpo.services.queue.redis_streams import TAKE_SCRIPT, QueueKeys
 from tests.redis_server import RedisServer, redis_server_fixture  # noqa: F401  (provides redis_server)
 
 
@@ -111,7 +112,10 @@ def test_entry_that_keeps_killing_workers_is_dead_lettered_without_scoring(redis
         await queue.start()
         await queue.submit(items)
         await queue.close()
-        ((_, [(entry_id, _)]),) = client.xreadgroup(DEFAULT_GROUP, "ghost", {DEFAULT_STREAM: ">"}, count=1)
+        keys = QueueKeys(DEFAULT_STREAM)  # the ghost takes it as a worker does: into its own pending list
+        take = client.register_script(TAKE_SCRIPT)
+        ((_, [(entry_id, _)]),) = take(keys=[keys.stream, keys.backlog, keys.clients, keys.clock, keys.cost, keys.wake],
+                                       args=[DEFAULT_GROUP, "ghost", 1, 0.5, keys.waiting_prefix])
         for _ in range(2):
             client.xclaim(DEFAULT_STREAM, DEFAULT_GROUP, "ghost", 0, [entry_id])
 

@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(run_worker(settings.redis_url, service.handle, consumer=args.consumer,
                                batch_size=args.batch_size or settings.score_batch,
-                               claim_idle_ms=args.claim_idle_ms, max_attempts=args.max_attempts))
+                               claim_idle_ms=args.claim_idle_ms, max_attempts=args.max_attempts,
+                               chunk_s=settings.score_chunk_s))
     finally:
         service.close()
     return 0

@@ -32,6 +32,7 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
 from botgrpo.reward_server.bodies import UnreadableJSON, parse_json
+from botgrpo.reward_server.clients import client_of
 from botgrpo.reward_server.react.spec import Spec
 from botgrpo.reward_server.scorers import scorer_class
 from botgrpo.reward_server.service import RequestRejected, error_result
@@ -258,7 +259,7 @@ async def score(http: Request, task: str, options: dict[str, Any], rollouts: lis
 
     def prepare():
         try:
-            return service.work_items(batch, request, service.check(request))
+            return service.work_items(batch, request, service.check(request), client_of(http))
         except RequestRejected as exc:
             raise RequestRejected(exc.status, f"{exc.detail} ({mapping})" if "rollouts[" in exc.detail else exc.detail)
 

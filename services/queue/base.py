@@ -14,11 +14,17 @@ TIMED_OUT = "timed out waiting for a worker"
 
 @dataclass(frozen=True)
 class WorkItem:
-    """One rollout to score. ``payload`` is opaque to the queue; only the handler reads it."""
+    """One rollout to score. ``payload`` is opaque to the queue; only the handler reads it.
+
+    ``client`` names who sent it (the server decides how: docs/security.md); the queues share
+    their workers fairly between clients, whatever the number of requests each sends
+    (:mod:`.fair`). Items of one batch share one client.
+    """
 
     batch: str
     index: int
     payload: dict[str, Any]
+    client: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,31 @@
-"""Fair scheduling of waiting work: one FIFO lane per batch (request), served round-robin.
+"""Fair scheduling of waiting work: clients served round-robin, each client's requests in order.
 
 A single FIFO makes a request wait for every rollout queued before it: one client's 1,024
-expensive rollouts delayed another client's single rollout by a minute. Here each batch waits
-in its own lane and a worker takes from the lane served least recently (a new lane first), so
-an arriving request waits only for the work already in the workers' hands, never for another
-request's backlog. The rules:
+expensive rollouts delayed another client's single rollout by a minute. One lane per *request*,
+a new one served first, fixed that for a burst but not for a stream: a client sending 20 new
+one-rollout requests a second put each of them ahead of the request already waiting, and
+another client's single rollout waited 40 s (issue 34). So fairness is between *clients*
+(:attr:`WorkItem.client <botgrpo.services.queue.base.WorkItem.client>`: the server names them,
+see docs/security.md), and a client gains nothing by splitting its work into more requests or
+connections. The rules:
 
-* **least recently served first**: a new lane goes to the front, a served lane to the back;
-* **one lane per take**: a take never mixes batches (the handler batches one request's items,
-  which share task and options);
-* **takes of about ``chunk_s`` seconds**: a lane's first take is one item; after that a take
-  holds ``chunk_s / (seconds per item measured on this lane)`` items (1 to ``max_items``), so
+* **least recently served client first**: clients take turns in the order of the take that
+  last served each; a client that starts waiting (a new one, or one whose backlog had emptied)
+  joins as if served just before the latest take: behind every client that waited since, so
+  neither a new request nor a new client ever moves ahead of a client already waiting;
+* **within a client, its requests in arrival order**, and **one request per take** (the handler
+  batches one request's items, which share task and options);
+* **takes of about ``chunk_s`` seconds**: a request's first take is one item; after that a take
+  holds ``chunk_s / (seconds per item measured on this request)`` items (1 to ``max_items``), so
   cheap rollouts are batched and slow ones go one at a time: the work in a worker's hands, which
-  is what a newcomer may have to wait for, stays near ``max(chunk_s, one rollout)``;
-* **smaller still under contention**: while other lanes wait, a take holds at most
-  ``ceil(max_items / lanes waiting)`` items;
-* **eligibility**: a lane whose ``ready`` predicate is false (its client is not reading its
+  is what another client may have to wait for, stays near ``max(chunk_s, one rollout)``;
+* **smaller still under contention**: while other clients wait, a take holds at most
+  ``ceil(max_items / clients waiting)`` items;
+* **eligibility**: a request whose ``ready`` predicate is false (its client is not reading its
   results) is skipped and keeps its place; it costs no worker time until it is ready again.
+
+So a client waits for at most one take of each other waiting client, however many requests they
+send, and nothing is kept of a client that waits no more. The Redis back end applies the same rules in Redis (:mod:`.redis_streams`).
 """
 from __future__ import annotations
 
@@ -26,10 +35,10 @@ from collections.abc import Callable, Iterable
 from .base import WorkItem
 
 
-def take_size(max_items: int, lanes_waiting: int, seconds_per_item: float | None, chunk_s: float) -> int:
-    """Items one take may hold: 1 while the lane's cost is unknown, else about ``chunk_s`` of
-    work, never more than ``ceil(max_items / lanes_waiting)`` (this lane included)."""
-    fair_share = max(1, -(-max_items // max(1, lanes_waiting)))
+def take_size(max_items: int, clients_waiting: int, seconds_per_item: float | None, chunk_s: float) -> int:
+    """Items one take may hold: 1 while the cost is unknown, else about ``chunk_s`` of work,
+    never more than ``ceil(max_items / clients_waiting)`` (this client included)."""
+    fair_share = max(1, -(-max_items // max(1, clients_waiting)))
     if seconds_per_item is None:
         return 1
     by_cost = int(chunk_s / seconds_per_item) if seconds_per_item > 0 else max_items
@@ -37,10 +46,13 @@ def take_size(max_items: int, lanes_waiting: int, seconds_per_item: float | None
 
 
 class FairBacklog:
-    """Waiting items, one lane per batch; see the module docstring for the rules."""
+    """Waiting items, by client and request (batch); see the module docstring for the rules."""
 
     def __init__(self, chunk_s: float = 0.5) -> None:
-        self._lanes: OrderedDict[str, deque[WorkItem]] = OrderedDict()  # front: served least recently
+        self._clients: dict[str, OrderedDict[str, deque[WorkItem]]] = {}  # client -> its batches, oldest first
+        self._client_of: dict[str, str] = {}  # batch -> its client, while the batch has items waiting
+        self._turn: dict[str, float] = {}  # waiting client -> the take that last served it (x.5: joined after take x)
+        self._clock = 0  # takes so far
         self._cost: dict[str, float] = {}  # batch -> measured seconds per item (moving average)
         self._size = 0
         self.chunk_s = chunk_s
@@ -49,39 +61,47 @@ class FairBacklog:
         return self._size
 
     def lanes(self) -> int:
-        return len(self._lanes)
+        """Batches with items waiting."""
+        return len(self._client_of)
+
+    def clients(self) -> int:
+        """Clients with items waiting."""
+        return len(self._clients)
 
     def add(self, items: Iterable[WorkItem]) -> None:
-        """Queue ``items`` at the end of their batch's lane; a new lane goes to the front."""
+        """Queue ``items`` at the end of their batch's lane, the lane at the end of its client's."""
         for item in items:
-            lane = self._lanes.get(item.batch)
-            if lane is None:
-                lane = self._lanes[item.batch] = deque()
-                self._lanes.move_to_end(item.batch, last=False)
-            lane.append(item)
+            if item.client not in self._clients:
+                self._turn[item.client] = self._clock - 0.5
+            batches = self._clients.setdefault(item.client, OrderedDict())
+            batches.setdefault(item.batch, deque()).append(item)
+            self._client_of[item.batch] = item.client
             self._size += 1
 
     def take(self, max_items: int, ready: Callable[[str], bool] = lambda batch: True) -> list[WorkItem]:
-        """Up to :func:`take_size` items from the first ready lane (which then goes to the back);
-        [] when no lane is ready."""
-        for batch, lane in self._lanes.items():
-            if not ready(batch):
-                continue
-            count = min(len(lane), take_size(max_items, len(self._lanes), self._cost.get(batch), self.chunk_s))
-            items = [lane.popleft() for _ in range(count)]
-            self._size -= count
-            if lane:
-                self._lanes.move_to_end(batch)
-            else:
-                del self._lanes[batch]  # its cost goes with the last take's record()
-            return items
+        """Up to :func:`take_size` items of the first ready batch of the least recently served
+        client that has one; [] when no batch is ready."""
+        for client in sorted(self._clients, key=self._turn.__getitem__):  # stable: ties by arrival
+            batches = self._clients[client]
+            for batch, lane in batches.items():
+                if not ready(batch):
+                    continue
+                count = min(len(lane), take_size(max_items, len(self._clients), self._cost.get(batch), self.chunk_s))
+                items = [lane.popleft() for _ in range(count)]
+                self._size -= count
+                if not lane:
+                    self._remove(batch)  # its cost goes with the last take's record()
+                self._clock += 1
+                if client in self._clients:
+                    self._turn[client] = self._clock
+                return items
         return []
 
     def record(self, batch: str, items: int, elapsed_s: float) -> None:
-        """A take of ``items`` of ``batch`` took ``elapsed_s``: update the lane's cost estimate."""
-        if items < 1 or (batch not in self._lanes and batch not in self._cost):
+        """A take of ``items`` of ``batch`` took ``elapsed_s``: update the batch's cost estimate."""
+        if items < 1:
             return
-        if batch not in self._lanes:  # its last take: nothing left to size, so nothing to keep
+        if batch not in self._client_of:  # its last take: nothing left to size, so nothing to keep
             self._cost.pop(batch, None)
             return
         per_item = max(0.0, elapsed_s) / items
@@ -91,7 +111,17 @@ class FairBacklog:
     def drop(self, batch: str) -> int:
         """Forget ``batch``'s waiting items (its client left); how many there were."""
         self._cost.pop(batch, None)
-        lane = self._lanes.pop(batch, None)
-        count = len(lane) if lane else 0
+        if batch not in self._client_of:
+            return 0
+        count = len(self._clients[self._client_of[batch]][batch])
         self._size -= count
+        self._remove(batch)
         return count
+
+    def _remove(self, batch: str) -> None:
+        client = self._client_of.pop(batch)
+        batches = self._clients[client]
+        del batches[batch]
+        if not batches:
+            del self._clients[client]
+            del self._turn[client]

@@ -6,8 +6,9 @@ per-item error isolation, exactly-once streaming of outcomes, and backpressure v
 
 Two rules keep one client from costing the others (see :mod:`.fair` for the first):
 
-* **fair**: each batch waits in its own lane and workers serve the lanes round-robin, so a
-  request's wait does not grow with the backlog other requests queued before it;
+* **fair**: workers serve clients round-robin (each client's requests in order), so a
+  request's wait does not grow with the backlog other clients queued before it, nor with how
+  many requests they keep sending;
 * **bounded while unread**: an item counts toward ``max_depth`` from ``submit`` until its
   outcome is *read* by ``results()`` (not merely scored), and a batch whose unread outcomes weigh
   ``max_unsent`` or more (``weigh``: 1 per outcome by default; the server counts tokens) gets no

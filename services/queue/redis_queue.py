@@ -18,16 +18,16 @@ from .backoff import Backoff
 from .base import Outcome, OutcomeCollector, QueueFull, WorkItem, reject_oversized
 from .redis_streams import (
     DEFAULT_GROUP,
-    DEFAULT_LANES,
     DEFAULT_STREAM,
     RESULTS_PREFIX,
+    SUBMIT_SCRIPT,
     TRANSIENT_ERRORS,
     MalformedEntry,
+    QueueKeys,
     connect,
     decode_outcome,
     encode_item,
     ensure_group,
-    lane_streams,
     result_key,
 )
 
@@ -36,32 +36,10 @@ log = logging.getLogger(__name__)
 # client has taken (a client that stops reading leaves the rest in Redis, under its TTL).
 READ_CHUNK = 16
 
-# Check the backlog over every lane and append the whole submission to the shortest lane, in one
-# atomic step: concurrent submitters (several server replicas) cannot overshoot max_depth between
-# the check and the append, and a submission is enqueued all-or-nothing. No MAXLEN: trimming
-# would silently drop unconsumed work. KEYS: the lanes; ARGV: max_depth, then batch/index/payload.
-_SUBMIT_SCRIPT = """
-local depth, lane, shortest = 0, 1, nil
-for i = 1, #KEYS do
-  local length = redis.call('XLEN', KEYS[i])
-  depth = depth + length
-  if shortest == nil or length < shortest then
-    lane, shortest = i, length
-  end
-end
-local incoming = (#ARGV - 1) / 3
-if depth + incoming > tonumber(ARGV[1]) then
-  return {0, depth}
-end
-for i = 2, #ARGV, 3 do
-  redis.call('XADD', KEYS[lane], '*', 'batch', ARGV[i], 'index', ARGV[i + 1], 'payload', ARGV[i + 2])
-end
-return {1, depth + incoming}
-"""
-
 
 class RedisQueue:
-    """``RolloutQueue`` over a Redis Stream consumed by a consumer group of ``RedisWorker``s.
+    """``RolloutQueue`` over Redis: per-client waiting streams handed fairly to a consumer group
+    of ``RedisWorker``s (:mod:`.redis_streams`).
 
     ``results()`` keeps one blocking XREAD per in-flight request (each holds a pooled connection)
     and polls at most every ``poll_s`` so deadlines are honoured promptly.
@@ -78,11 +56,9 @@ class RedisQueue:
         retry_after_s: float = 2.0,
         results_prefix: str = RESULTS_PREFIX,
         poll_s: float = 1.0,
-        lanes: int = DEFAULT_LANES,
     ) -> None:
         self._url = redis_url
-        self._stream = stream
-        self._lanes = lane_streams(stream, lanes)  # workers must be started with the same ``lanes``
+        self._keys = QueueKeys(stream)
         self._group = group
         self._max_depth = max_depth
         self._result_ttl_s = result_ttl_s
@@ -103,10 +79,9 @@ class RedisQueue:
         ``healthy()`` is what readiness probes should watch."""
         if self._redis is None:
             self._redis = connect(self._url, longest_block_s=self._poll_s)
-            self._submit_script = self._redis.register_script(_SUBMIT_SCRIPT)
+            self._submit_script = self._redis.register_script(SUBMIT_SCRIPT)
         try:
-            for lane in self._lanes:
-                await ensure_group(self._redis, lane, self._group)
+            await ensure_group(self._redis, self._keys.stream, self._group)
         except TRANSIENT_ERRORS as exc:
             log.warning("Redis unreachable at start (%s); will keep trying on use", exc)
 
@@ -119,12 +94,17 @@ class RedisQueue:
         if not items:
             return
         reject_oversized(len(items), self._max_depth)
-        args: list[str | int] = [self._max_depth]
+        client = items[0].client
+        if any(item.client != client for item in items):
+            raise ValueError("a submission comes from one client")
+        args: list[str | int] = [self._max_depth, client]
         for item in items:
             fields = encode_item(item)
             args += [fields["batch"], fields["index"], fields["payload"]]
         assert self._submit_script is not None, "RedisQueue used before start()"
-        accepted, depth = await self._submit_script(keys=self._lanes, args=args)
+        keys = self._keys
+        accepted, depth = await self._submit_script(
+            keys=[keys.stream, keys.backlog, keys.clients, keys.clock, keys.waiting(client), keys.wake], args=args)
         if not accepted:
             raise QueueFull(int(depth), self._max_depth, self._retry_after_s)
 
@@ -166,11 +146,13 @@ class RedisQueue:
             yield outcome
 
     async def depth(self) -> int:
-        """Unfinished items: workers delete entries once finished, so this is the lanes' length."""
+        """Unfinished items: those waiting, plus the work stream's (workers delete entries once
+        finished, so it holds what they have in hand)."""
         pipe = self._client.pipeline(transaction=False)
-        for lane in self._lanes:
-            pipe.xlen(lane)
-        return sum(int(n) for n in await pipe.execute())
+        pipe.xlen(self._keys.stream)
+        pipe.get(self._keys.backlog)
+        in_hand, waiting = await pipe.execute()
+        return int(in_hand) + int(waiting or 0)
 
     async def healthy(self) -> bool:
         try:

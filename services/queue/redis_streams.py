@@ -1,20 +1,38 @@
 """How the Redis back end lays out its data, shared by the server side and the workers.
 
-* Work streams, one per *lane* (``botgrpo:rollouts``, ``botgrpo:rollouts:lane:1``, ...,
-  :func:`lane_streams`): one entry per item, fields ``batch``, ``index``, ``payload`` (JSON). A
-  submission goes whole into the shortest lane, so a request queued behind a flood sits in a lane
-  of its own, and workers read every lane at once (:mod:`.redis_worker`). Entries are deleted
-  once finished, so the lanes' total length *is* the backlog.
+Work is queued per client and handed out fairly, with the rules of :mod:`.fair`, by two Lua
+scripts; so a client's share of the workers does not grow with the requests it sends.
+
+* Waiting streams, one per client (``botgrpo:rollouts:waiting:{client}``): one entry per item,
+  fields ``batch``, ``index``, ``payload`` (JSON) and ``client``, in arrival order. The server
+  appends a whole submission (:data:`SUBMIT_SCRIPT`). ``botgrpo:rollouts:backlog`` counts their
+  entries.
+* Turns (``botgrpo:rollouts:clients``, a sorted set): each waiting client scored by the take
+  that last served it (``botgrpo:rollouts:clock`` counts takes); a client that starts waiting
+  joins at the latest take minus 0.5, behind every client that waited before it (clients that
+  join between the same two takes go in name order).
+* The work stream (``botgrpo:rollouts``) and its consumer group: a worker's take
+  (:data:`TAKE_SCRIPT`) moves the next items of the client whose turn it is from its waiting
+  stream into the work stream and reads them into its own pending list, in one step. So the
+  work stream holds only what workers have in hand, and the at-least-once machinery (pending
+  lists, ``XAUTOCLAIM``, delivery counts, dead letters) is that of a consumer group.
+  Entries are deleted once finished, so the backlog is the work stream's length plus the count.
+* Take sizes (``botgrpo:rollouts:cost``, a hash): each waiting client's measured seconds per
+  item, so a take holds about ``chunk_s`` of work (:func:`.fair.take_size`).
+* Wake-ups (``botgrpo:rollouts:wake``, a short list): a submission pushes a token for the
+  workers blocked on it.
 * Result stream per batch (``botgrpo:results:{batch}``): fields ``index`` and either ``result``
   (JSON) or ``error``. Expires ``result_ttl_s`` after the last write.
 * Dead-letter stream (``botgrpo:dead``): the work entry plus ``error``, ``attempts``, ``entry_id``.
 
 Keeping the encoding in one place is what lets producer and workers run different hosts and
-versions of this code without drifting apart.
+versions of this code without drifting apart; servers and workers of this layout must be
+upgraded together with one another (earlier ones used four work streams, "lanes").
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -40,18 +58,127 @@ class MalformedEntry(ValueError):
     """A stream entry this code cannot decode (written by something else, or a newer version)."""
 
 
-DEFAULT_LANES = 4
+WAKE_TOKENS = 64  # at most this many wake-ups wait in the list (a worker that wakes for nothing just looks)
 
 
 def result_key(batch: str, prefix: str = RESULTS_PREFIX) -> str:
     return f"{prefix}{batch}"
 
 
-def lane_streams(stream: str, lanes: int = DEFAULT_LANES) -> list[str]:
-    """The work streams of ``lanes`` lanes: ``stream`` itself first (a lone request uses it)."""
-    if lanes < 1:
-        raise ValueError("lanes must be >= 1")
-    return [stream] + [f"{stream}:lane:{i}" for i in range(1, lanes)]
+@dataclass(frozen=True)
+class QueueKeys:
+    """The keys of one queue, named after its work stream (see the module docstring)."""
+
+    stream: str
+
+    def waiting(self, client: str) -> str:
+        return f"{self.waiting_prefix}{client}"
+
+    @property
+    def waiting_prefix(self) -> str:
+        return f"{self.stream}:waiting:"
+
+    @property
+    def backlog(self) -> str:
+        return f"{self.stream}:backlog"
+
+    @property
+    def clients(self) -> str:
+        return f"{self.stream}:clients"
+
+    @property
+    def clock(self) -> str:
+        return f"{self.stream}:clock"
+
+    @property
+    def cost(self) -> str:
+        return f"{self.stream}:cost"
+
+    @property
+    def wake(self) -> str:
+        return f"{self.stream}:wake"
+
+
+# Queue a whole submission of one client, all-or-nothing and only if the backlog stays within
+# max_depth, in one atomic step (concurrent server replicas cannot overshoot it). No MAXLEN:
+# trimming would silently drop unconsumed work.
+# KEYS: work stream, backlog, clients, clock, the client's waiting stream, wake
+# ARGV: max_depth, client, then batch/index/payload for each item
+SUBMIT_SCRIPT = """
+local depth = redis.call('XLEN', KEYS[1]) + tonumber(redis.call('GET', KEYS[2]) or '0')
+local incoming = (#ARGV - 2) / 3
+if depth + incoming > tonumber(ARGV[1]) then
+  return {0, depth}
+end
+for i = 3, #ARGV, 3 do
+  redis.call('XADD', KEYS[5], '*', 'batch', ARGV[i], 'index', ARGV[i + 1], 'payload', ARGV[i + 2], 'client', ARGV[2])
+end
+redis.call('INCRBY', KEYS[2], incoming)
+if not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
+  redis.call('ZADD', KEYS[3], tonumber(redis.call('GET', KEYS[4]) or '0') - 0.5, ARGV[2])
+end
+for i = 1, math.min(incoming, %(wake)d) do
+  redis.call('LPUSH', KEYS[6], '1')
+end
+redis.call('LTRIM', KEYS[6], 0, %(wake)d - 1)
+return {1, depth + incoming}
+""" % {"wake": WAKE_TOKENS}
+
+# A worker's take: the next items of the client whose turn it is (fair.take_size of them), moved
+# into the work stream and read into this consumer's pending list in the same step.
+# KEYS: work stream, backlog, clients, clock, cost, wake
+# ARGV: group, consumer, max_items, chunk_s, waiting-stream prefix
+# Returns the XREADGROUP reply (nil when nothing waits).
+TAKE_SCRIPT = """
+local first = redis.call('ZRANGE', KEYS[3], 0, 0)
+if #first == 0 then  -- nothing waits; entries a server of the old layout added directly are read here
+  return redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
+end
+local client = first[1]
+local waiting = ARGV[5] .. client
+local max_items = tonumber(ARGV[3])
+local share = math.max(1, math.ceil(max_items / redis.call('ZCARD', KEYS[3])))
+local cost = tonumber(redis.call('HGET', KEYS[5], client))
+local count = 1
+if cost ~= nil then
+  count = share
+  if cost > 0 then
+    count = math.max(1, math.min(share, math.floor(tonumber(ARGV[4]) / cost)))
+  end
+end
+local entries = redis.call('XRANGE', waiting, '-', '+', 'COUNT', count)
+for _, entry in ipairs(entries) do
+  redis.call('XADD', KEYS[1], '*', unpack(entry[2]))
+  redis.call('XDEL', waiting, entry[1])
+end
+redis.call('DECRBY', KEYS[2], #entries)
+local clock = redis.call('INCR', KEYS[4])
+if redis.call('XLEN', waiting) == 0 then
+  redis.call('DEL', waiting)
+  redis.call('ZREM', KEYS[3], client)
+  redis.call('HDEL', KEYS[5], client)
+else
+  redis.call('ZADD', KEYS[3], clock, client)
+  redis.call('LPUSH', KEYS[6], '1')
+  redis.call('LTRIM', KEYS[6], 0, %(wake)d - 1)
+end
+return redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', math.max(1, #entries), 'STREAMS', KEYS[1], '>')
+""" % {"wake": WAKE_TOKENS}
+
+# A take of ARGV[2] items of client ARGV[1] took ARGV[3] seconds: its cost, a moving average,
+# kept only while the client waits. KEYS: clients, cost
+RECORD_SCRIPT = """
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return 0
+end
+local per_item = math.max(0, tonumber(ARGV[3])) / tonumber(ARGV[2])
+local previous = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
+if previous ~= nil then
+  per_item = 0.5 * previous + 0.5 * per_item
+end
+redis.call('HSET', KEYS[2], ARGV[1], tostring(per_item))
+return 1
+"""
 
 
 def connect(redis_url: str, *, longest_block_s: float = 1.0) -> aioredis.Redis:
@@ -89,12 +216,12 @@ def is_missing_group(exc: ResponseError) -> bool:
 
 
 def encode_item(item: WorkItem) -> dict[str, str]:
-    return {"batch": item.batch, "index": str(item.index), "payload": json.dumps(item.payload)}
+    return {"batch": item.batch, "index": str(item.index), "payload": json.dumps(item.payload), "client": item.client}
 
 
 def decode_item(fields: dict[str, str]) -> WorkItem:
     try:
-        return WorkItem(fields["batch"], int(fields["index"]), json.loads(fields["payload"]))
+        return WorkItem(fields["batch"], int(fields["index"]), json.loads(fields["payload"]), fields.get("client", ""))
     except (KeyError, TypeError, ValueError) as exc:
         raise MalformedEntry(f"undecodable work entry {fields!r}: {exc}") from exc
 

@@ -2,15 +2,16 @@
 
 Delivery is at-least-once and the result stream is the unit of idempotency:
 
-1. ``XREADGROUP >`` over every lane hands this worker a batch; the entries sit in its pending
-   list (PEL). Fairness: a read takes ``batch_size / (lanes with work)`` entries from each lane
-   (a lone request still gets whole batches) and scores the lane with the shortest backlog
-   first, so a request in a lane of its own waits for the batch in a worker's hands, not for
-   the flood queued before it (see :func:`.redis_streams.lane_streams`).
-2. The handler scores them (a failed batch is retried item by item, see :mod:`.scoring`).
+1. A take (:data:`.redis_streams.TAKE_SCRIPT`) moves the next items of the client whose turn it
+   is into the work stream and reads them into this worker's pending list (PEL), in one atomic
+   step: the rules of :mod:`.fair` (clients in turn, each client's requests in order, takes of
+   about ``chunk_s`` seconds of work), applied in Redis for every worker at once. With nothing
+   waiting the worker blocks on the wake-up list until a submission arrives.
+2. The handler scores them (a failed batch is retried item by item, see :mod:`.scoring`), and
+   the take's seconds per item are recorded for the client's next take.
 3. One MULTI/EXEC publishes the outcomes and XACKs + XDELs the entries, so an item is never
-   both finished and still queued. Deleting finished entries keeps ``XLEN`` equal to the backlog
-   without ever trimming unconsumed work.
+   both finished and still queued. Deleting finished entries keeps ``XLEN`` equal to the work
+   in hand without ever trimming unconsumed work.
 
 If a worker dies between 1 and 3, its entries go idle in the PEL; every worker periodically
 ``XAUTOCLAIM``s entries idle longer than ``claim_idle_ms`` and rescores them. A slow (not dead)
@@ -43,17 +44,18 @@ from .base import Handler, Outcome, WorkItem
 from .redis_streams import (
     DEFAULT_DEAD_STREAM,
     DEFAULT_GROUP,
-    DEFAULT_LANES,
     DEFAULT_STREAM,
+    RECORD_SCRIPT,
     RESULTS_PREFIX,
+    TAKE_SCRIPT,
     TRANSIENT_ERRORS,
     MalformedEntry,
+    QueueKeys,
     connect,
     decode_item,
     encode_outcome,
     ensure_group,
     is_missing_group,
-    lane_streams,
     result_key,
 )
 from .scoring import score_items
@@ -63,10 +65,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _Delivery:
-    """A work entry (of lane ``stream``) as handed to this worker, with how many times it has
-    been delivered so far."""
+    """A work entry as handed to this worker, with how many times it has been delivered so far."""
 
-    stream: str
     entry_id: str
     fields: dict[str, str]
     attempts: int
@@ -78,11 +78,11 @@ class _Commit:
 
     outcomes: list[Outcome] = field(default_factory=list)
     dead: list[dict[str, str]] = field(default_factory=list)
-    done_ids: list[tuple[str, str]] = field(default_factory=list)  # (lane, entry id)
+    done_ids: list[str] = field(default_factory=list)
 
     def finish(self, delivery: _Delivery, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
-        self.done_ids.append((delivery.stream, delivery.entry_id))
+        self.done_ids.append(delivery.entry_id)
 
     def bury(self, delivery: _Delivery, item: WorkItem | None, error: str, consumer: str) -> None:
         """Dead-letter the entry and, when we know whom it belongs to, tell its client why."""
@@ -92,7 +92,7 @@ class _Commit:
         )
         if item is not None:
             self.outcomes.append(Outcome(item.batch, item.index, None, error))
-        self.done_ids.append((delivery.stream, delivery.entry_id))
+        self.done_ids.append(delivery.entry_id)
 
 
 class RedisWorker:
@@ -114,14 +114,14 @@ class RedisWorker:
         dead_maxlen: int = 100_000,
         result_ttl_s: int = 3600,
         results_prefix: str = RESULTS_PREFIX,
-        lanes: int = DEFAULT_LANES,
+        chunk_s: float = 0.5,
     ) -> None:
-        if batch_size < 1 or max_attempts < 1:
-            raise ValueError("batch_size and max_attempts must be >= 1")
+        if batch_size < 1 or max_attempts < 1 or chunk_s <= 0:
+            raise ValueError("batch_size and max_attempts must be >= 1, chunk_s > 0")
         self._url = redis_url
         self._handler = handler
-        self._stream = stream
-        self._lanes = lane_streams(stream, lanes)  # the same ``lanes`` as the servers' RedisQueue
+        self._keys = QueueKeys(stream)
+        self._chunk_s = chunk_s
         self._group = group
         self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
         self._batch_size = batch_size
@@ -134,6 +134,8 @@ class RedisWorker:
         self._result_ttl_s = result_ttl_s
         self._results_prefix = results_prefix
         self._redis: aioredis.Redis | None = None
+        self._take_script: Any = None
+        self._record_script: Any = None
 
     @property
     def _client(self) -> aioredis.Redis:
@@ -144,12 +146,13 @@ class RedisWorker:
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set, riding out Redis outages; the batch in hand is finished first."""
         self._redis = connect(self._url, longest_block_s=self._block_ms / 1000)
+        self._take_script = self._redis.register_script(TAKE_SCRIPT)
+        self._record_script = self._redis.register_script(RECORD_SCRIPT)
         backoff = Backoff()
         try:
             while not stop.is_set():
                 try:
-                    for lane in self._lanes:
-                        await ensure_group(self._client, lane, self._group)
+                    await ensure_group(self._client, self._keys.stream, self._group)
                     await self._serve(stop, backoff)
                 except TRANSIENT_ERRORS as exc:
                     log.warning("%s: Redis unavailable (%s); reconnecting", self.consumer, exc)
@@ -172,45 +175,50 @@ class RedisWorker:
             if time.monotonic() >= next_reclaim:
                 await self._reclaim_idle(stop)
                 next_reclaim = time.monotonic() + self._reclaim_every_s
-            lengths = await self._lane_lengths()
-            busy = sum(1 for n in lengths.values() if n > 0)
-            reply = await self._client.xreadgroup(
-                self._group, self.consumer, {lane: ">" for lane in self._lanes},
-                count=-(-self._batch_size // max(1, busy)), block=self._block_ms,
-            )
+            deliveries = await self._take()
             backoff.reset()
-            by_lane = {lane: [_Delivery(lane, eid, fields, 1) for eid, fields in entries]
-                       for lane, entries in reply or [] if entries}
-            for lane in sorted(by_lane, key=lambda name: lengths.get(name, 0)):  # the shortest backlog first
-                await self._process(by_lane[lane], stop)
+            if not deliveries:  # nothing waits: sleep until a submission (or the next reclaim)
+                await self._client.blpop([self._keys.wake], timeout=self._block_ms / 1000)
+                continue
+            started = time.monotonic()
+            await self._process(deliveries, stop)
+            await self._record(deliveries, time.monotonic() - started)
 
-    async def _lane_lengths(self) -> dict[str, int]:
-        pipe = self._client.pipeline(transaction=False)
-        for lane in self._lanes:
-            pipe.xlen(lane)
-        return {lane: int(n) for lane, n in zip(self._lanes, await pipe.execute())}
+    async def _take(self) -> list[_Delivery]:
+        """This worker's next take (:data:`.redis_streams.TAKE_SCRIPT`), already in its PEL."""
+        keys = self._keys
+        reply = await self._take_script(
+            keys=[keys.stream, keys.backlog, keys.clients, keys.clock, keys.cost, keys.wake],
+            args=[self._group, self.consumer, self._batch_size, self._chunk_s, keys.waiting_prefix])
+        return [_Delivery(_text(eid), _pairs(fields), 1) for _stream, entries in reply or [] for eid, fields in entries]
+
+    async def _record(self, deliveries: list[_Delivery], elapsed_s: float) -> None:
+        """The take's seconds per item, for the size of its client's next take."""
+        client = deliveries[0].fields.get("client")
+        if client is not None:
+            await self._record_script(keys=[self._keys.clients, self._keys.cost],
+                                      args=[client, len(deliveries), f"{elapsed_s:.6f}"])
 
     async def _reclaim_idle(self, stop: asyncio.Event) -> None:
         """Take over entries whose consumer has held them too long (presumed dead) and score them."""
-        for lane in self._lanes:
-            cursor = "0-0"
-            while not stop.is_set():
-                cursor, claimed, *_ = await self._client.xautoclaim(
-                    lane, self._group, self.consumer,
-                    min_idle_time=self._claim_idle_ms, start_id=cursor, count=self._batch_size,
-                )
-                claimed = [(eid, fields) for eid, fields in claimed if eid is not None and fields]
-                if claimed:
-                    log.info("%s: reclaimed %d idle entries", self.consumer, len(claimed))
-                    attempts = await self._delivery_counts(lane, [eid for eid, _ in claimed])
-                    await self._process([_Delivery(lane, eid, f, attempts.get(eid, 1)) for eid, f in claimed], stop)
-                if cursor == "0-0":
-                    break
+        cursor = "0-0"
+        while not stop.is_set():
+            cursor, claimed, *_ = await self._client.xautoclaim(
+                self._keys.stream, self._group, self.consumer,
+                min_idle_time=self._claim_idle_ms, start_id=cursor, count=self._batch_size,
+            )
+            claimed = [(eid, fields) for eid, fields in claimed if eid is not None and fields]
+            if claimed:
+                log.info("%s: reclaimed %d idle entries", self.consumer, len(claimed))
+                attempts = await self._delivery_counts([eid for eid, _ in claimed])
+                await self._process([_Delivery(eid, f, attempts.get(eid, 1)) for eid, f in claimed], stop)
+            if cursor == "0-0":
+                break
 
-    async def _delivery_counts(self, lane: str, entry_ids: list[str]) -> dict[str, int]:
+    async def _delivery_counts(self, entry_ids: list[str]) -> dict[str, int]:
         pipe = self._client.pipeline(transaction=False)
         for eid in entry_ids:
-            pipe.xpending_range(lane, self._group, eid, eid, 1)
+            pipe.xpending_range(self._keys.stream, self._group, eid, eid, 1)
         counts: dict[str, int] = {}
         for rows in await pipe.execute():
             for row in rows:
@@ -279,22 +287,17 @@ class RedisWorker:
             pipe.expire(key, self._result_ttl_s)
         for record in commit.dead:
             pipe.xadd(self._dead_stream, record, maxlen=self._dead_maxlen, approximate=True)
-        by_lane: dict[str, list[str]] = {}
-        for lane, entry_id in commit.done_ids:
-            by_lane.setdefault(lane, []).append(entry_id)
-        for lane, entry_ids in by_lane.items():
-            pipe.xack(lane, self._group, *entry_ids)
-            pipe.xdel(lane, *entry_ids)
+        pipe.xack(self._keys.stream, self._group, *commit.done_ids)
+        pipe.xdel(self._keys.stream, *commit.done_ids)
         await pipe.execute()
 
     async def _leave_group(self) -> None:
         """On a clean exit, remove this consumer from the group, but only if it holds no entries:
         deleting a consumer discards its pending list, which would lose that work."""
-        for lane in self._lanes:
-            with contextlib.suppress(ResponseError, *TRANSIENT_ERRORS):
-                held = await self._client.xpending_range(lane, self._group, "-", "+", 1, self.consumer)
-                if not held:
-                    await self._client.xgroup_delconsumer(lane, self._group, self.consumer)
+        with contextlib.suppress(ResponseError, *TRANSIENT_ERRORS):
+            held = await self._client.xpending_range(self._keys.stream, self._group, "-", "+", 1, self.consumer)
+            if not held:
+                await self._client.xgroup_delconsumer(self._keys.stream, self._group, self.consumer)
 
 
 async def run_worker(redis_url: str, handler: Handler, *, stop: asyncio.Event | None = None, **kwargs: Any) -> None:
@@ -315,3 +318,14 @@ async def run_worker(redis_url: str, handler: Handler, *, stop: asyncio.Event | 
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pairs(fields: Any) -> dict[str, str]:
+    """An entry's fields as a dict: a script returns them as a flat list ``[k1, v1, k2, v2, ...]``."""
+    if isinstance(fields, dict):
+        return {_text(k): _text(v) for k, v in fields.items()}
+    return {_text(fields[i]): _text(fields[i + 1]) for i in range(0, len(fields) - 1, 2)}
