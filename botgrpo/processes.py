@@ -66,14 +66,18 @@ def botgrpo(args: list[str], env: dict[str, str], log_path: Path) -> Process:
 
 class Server(Process):
     """``botgrpo serve`` on a free port, returned once ``/readyz`` answers 200. ``tree``: serve the
-    code of another checkout (run from it, first on ``PYTHONPATH``), e.g. for before/after numbers."""
+    code of another checkout (run from it, first on ``PYTHONPATH``, by its own ``.venv`` where it
+    has one: this interpreter's editable install would map ``botgrpo`` back onto this tree's
+    folders whatever ``PYTHONPATH`` says), e.g. for before/after numbers."""
 
     def __init__(self, log_dir: Path, env: Optional[dict[str, str]] = None, timeout_s: float = 90.0,
                  tree: Optional[Path] = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**(env or {}), **({"PYTHONPATH": str(tree)} if tree else {})}
-        super().__init__([sys.executable, "-m", "botgrpo.cli", "serve", "--port", str(self.port)], clean_env(env),
+        python = Path(tree) / ".venv" / "bin" / "python" if tree else None
+        python = str(python) if python is not None and python.exists() else sys.executable
+        super().__init__([python, "-m", "botgrpo.cli", "serve", "--port", str(self.port)], clean_env(env),
                          Path(log_dir) / f"server-{self.port}.log", cwd=tree)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

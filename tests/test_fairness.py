@@ -1,10 +1,14 @@
-"""One client's flood of slow rollouts cannot delay another client's single rollout by more than
-about one rollout (issue 20, finding 5).
+"""One client's flood of slow rollouts (issue 20, finding 5), or its steady stream of new small
+requests (issue 34, finding 1), cannot delay another client's single rollout by more than about
+one rollout.
 
-Before: the in-process queue was one FIFO, so a request waited for every rollout queued before
-it (an innocent one-rollout ``typecheck`` waited 60.7 s behind 16 type-instantiation bombs).
-Now each request waits in its own lane, lanes are served round-robin, and a worker takes about
-``score_chunk_s`` of one request's work at a time (see ``services/queue/fair.py``).
+Before issue 20: the in-process queue was one FIFO, so a request waited for every rollout queued
+before it (an innocent one-rollout ``typecheck`` waited 60.7 s behind 16 type-instantiation
+bombs). Before issue 34: each request waited in a lane of its own and a new lane was served
+first, so a stream of new requests overtook a request already waiting, for as long as the
+stream lasted. Now clients (told apart by address) take turns, each client's requests in order,
+and a worker takes about ``score_chunk_s`` of one request's work at a time
+(``services/queue/fair.py``). The live tests send the other client's requests from 127.0.0.2.
 
 The live test floods a real ``botgrpo serve`` with a slow but legal React input: a tail-recursive
 conditional type instantiated at depth 200 (TypeScript allows 1,000), five times, about 1.3 s of
@@ -15,7 +19,7 @@ measurements quoted in docs/security.md (``TREE``: another checkout, e.g. the co
     git worktree add /tmp/before-fairness 9d08043   # node_modules copied into its sandbox/node
     .venv/bin/python -m tests.test_fairness /tmp/before-fairness
     .venv/bin/python -m tests.test_fairness
-    .venv/bin/python -m tests.test_fairness --stream /work/main   # the code before issue 34's fix
+    .venv/bin/python -m tests.test_fairness --stream /work/main   # a checkout before issue 34's fix
     .venv/bin/python -m tests.test_fairness --stream
 """
 from __future__ import annotations
@@ -47,6 +51,7 @@ def slow_component(depth: int = 200, copies: int = 5) -> str:
     return "```tsx\n" + "\n".join(lines) + "\n```"
 
 
+VICTIM = "127.0.0.2"  # the probing client's address; the flooding one connects from 127.0.0.1
 QUICK = "```tsx\nexport default function Quick() {\n  return <p>hi</p>;\n}\n```"
 
 
@@ -210,20 +215,23 @@ async def drain(queue: InProcessQueue, batch: str, count: int) -> None:
 
 # ------------------------------------------------------------------------------ real server, real compiles
 
-def post_timed(url: str, rollouts: list[dict]) -> float:
+def post_timed(url: str, rollouts: list[dict], source: str = "127.0.0.1") -> float:
+    """Seconds to score ``rollouts`` at typecheck, sent from the address ``source`` (the server
+    tells clients apart by address: another one is another client)."""
     body = {"task": "react", "options": {"level": "typecheck"}, "rollouts": rollouts}
     started = time.perf_counter()
-    r = httpx.post(url + "/v1/rewards", content=json.dumps(body), headers={"content-type": "application/json"},
-                   timeout=600)
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=source)) as client:
+        r = client.post(url + "/v1/rewards", content=json.dumps(body), headers={"content-type": "application/json"},
+                        timeout=600)
     assert r.status_code == 200, r.text[:300]
     assert all(x["error"] is None and x["passed"] for x in r.json()["results"]), r.text[:500]
     return time.perf_counter() - started
 
 
 def measure(url: str, flood: int = FLOOD) -> dict[str, float]:
-    """Probe latencies (one quick rollout at a time) while another client's ``flood`` slow
-    rollouts are being scored; the quiet latency first."""
-    quiet = min(post_timed(url, [{"id": "q", "completion": QUICK}]) for _ in range(3))
+    """Probe latencies (one quick rollout at a time, from 127.0.0.2) while another client's
+    ``flood`` slow rollouts (from 127.0.0.1) are being scored; the quiet latency first."""
+    quiet = min(post_timed(url, [{"id": "q", "completion": QUICK}], VICTIM) for _ in range(3))
     done = threading.Event()
     elapsed: dict[str, float] = {}
 
@@ -236,7 +244,7 @@ def measure(url: str, flood: int = FLOOD) -> dict[str, float]:
     time.sleep(1.0)  # the flood is queued and being scored
     probes = []
     while not done.is_set():
-        probes.append(post_timed(url, [{"id": "p", "completion": QUICK}]))
+        probes.append(post_timed(url, [{"id": "p", "completion": QUICK}], VICTIM))
         time.sleep(0.2)
     thread.join()
     probes.sort()
@@ -292,32 +300,19 @@ def measure_stream(url: str) -> dict[str, float]:
     """The victim's latencies (one quick rollout at a time, from 127.0.0.2: another client) while
     another client streams new slow requests, beside two baselines taken in the same run: the
     victim alone (``quiet_s``) and one slow request alone (``slow_s``)."""
-    victim = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"))
-
-    def probe(rollouts: list[dict]) -> float:
-        body = {"task": "react", "options": {"level": "typecheck"}, "rollouts": rollouts}
-        started = time.perf_counter()
-        r = victim.post(url + "/v1/rewards", content=json.dumps(body), headers={"content-type": "application/json"},
-                        timeout=600)
-        assert r.status_code == 200 and all(x["passed"] for x in r.json()["results"]), r.text[:300]
-        return time.perf_counter() - started
-
-    try:
-        quiet = sorted(probe([{"id": "q", "completion": QUICK}]) for _ in range(5))[-1]
-        slow = sorted(probe([{"id": "s", "completion": slow_component(copies=2)}]) for _ in range(3))[-1]
-        stop, result = threading.Event(), {}
-        thread = threading.Thread(target=lambda: result.setdefault("sent", steady_stream(url, STREAM_S, stop)))
-        thread.start()
-        started = time.monotonic()
-        time.sleep(1.0)  # the stream's backlog is building
-        probes = []
-        while time.monotonic() - started < STREAM_S - 1.0:
-            probes.append(probe([{"id": "p", "completion": QUICK}]))
-            time.sleep(0.2)
-        stop.set()
-        thread.join()
-    finally:
-        victim.close()
+    quiet = max(post_timed(url, [{"id": "q", "completion": QUICK}], VICTIM) for _ in range(5))
+    slow = max(post_timed(url, [{"id": "s", "completion": slow_component(copies=2)}], VICTIM) for _ in range(3))
+    stop, result = threading.Event(), {}
+    thread = threading.Thread(target=lambda: result.setdefault("sent", steady_stream(url, STREAM_S, stop)))
+    thread.start()
+    started = time.monotonic()
+    time.sleep(1.0)  # the stream's backlog is building
+    probes = []
+    while time.monotonic() - started < STREAM_S - 1.0:
+        probes.append(post_timed(url, [{"id": "p", "completion": QUICK}], VICTIM))
+        time.sleep(0.2)
+    stop.set()
+    thread.join()
     probes.sort()
     return {"quiet_s": quiet, "slow_s": slow, "stream_s": STREAM_S, "sent": result.get("sent", 0),
             "probes": len(probes), "p50_s": statistics.median(probes),
