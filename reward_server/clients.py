@@ -8,7 +8,7 @@ gains nothing by opening more requests or connections; clients behind one addres
 reverse proxy that does not pass the address on) share one turn.
 
 Behind a reverse proxy the address is the one uvicorn reports: the proxy's, unless uvicorn
-trusts it to say whom it forwards (``FORWARDED_ALLOW_IPS``, default 127.0.0.1, and the proxy
+trusts it to say whom it forwards (``FORWARDED_ALLOW_IPS``, default ``127.0.0.1,::1``; the proxy
 sets ``X-Forwarded-For``). docs/security.md says how to deploy it.
 """
 from __future__ import annotations

@@ -1,21 +1,22 @@
 """OpenRLHF's remote reward protocol (``/compat/openrlhf/{task}/get_reward``) against a live
 server: uvicorn in a subprocess, the real math scorer and the real Node pool for React.
 
-The peer's behaviour, read in its source (OpenRLHF/OpenRLHF at commit
-3c3be6234e0cb353e76bb8019947db9dfe99fca7, 2026-08-13); facts only, no code copied:
+The peer's behaviour, read in its source (OpenRLHF 0.11.2, the release on PyPI); facts only, no
+code copied:
 
 * openrlhf/utils/agent.py, ``SingleTurnAgentExecutor.execute``: each sample is scored on its
   own, ``_fetch_rewards_via_http([query], [prompt], [label])``, where ``query`` is the decoded
-  prompt tokens followed by the response tokens.
+  prompt tokens followed by the response tokens (``skip_special_tokens=False``).
 * same file, ``_fetch_rewards_via_http``: the body is the dict ``{"query": ..., "prompts": ...,
-  "labels": ...}`` (that key order), sharded over the URLs of ``--reward.remote_url`` in slices
-  of ceil(n / urls) (so with one sample the second URL gets three empty lists), posted with
-  aiohttp's ``session.post(url, json=data)``; 180 s timeout, 5 tries 1 s apart, each answer
-  through ``raise_for_status()`` and ``response.json()``; the first URL's answer is used.
-  aiohttp's ``json=`` body is ``json.dumps(data).encode("utf-8")`` with Content-Type
+  "labels": ...}`` (that key order) of the one sample, posted to the next URL of
+  ``--reward.remote_url`` (split at commas, an ``itertools.cycle``) with aiohttp's
+  ``session.post(url, json=data)``; 180 s timeout, 5 tries 1 s apart, each answer through
+  ``raise_for_status()`` and ``response.json()``. After five failures the sample's reward is
+  None. aiohttp's ``json=`` body is ``json.dumps(data).encode("utf-8")`` with Content-Type
   application/json (aiohttp ``payload.JsonPayload``), and ``response.json()`` refuses a
   Content-Type other than application/json. aiohttp sends a URL's ``user:password@`` as HTTP
-  Basic auth, the only credential the client can send.
+  Basic auth, the only credential the client can send. (Commit 3c3be62, August 2026, sharded
+  the lists across the URLs instead, the extra ones getting three empty lists.)
 * same file, ``execute``: ``reward = answer.get("rewards")``, ``scores = answer.get("scores")``
   (else the rewards), ``extra_logs = answer.get("extra_logs") or {}``.
 * openrlhf/trainer/ppo_utils/samples_generator.py, ``_process_response_into_experience``:
@@ -39,7 +40,7 @@ from tests.node_toolchain import require_node_toolchain
 from tests.helpers import require_host
 from tests.live_server import LiveServer
 
-OPENRLHF_COMMIT = "3c3be6234e0cb353e76bb8019947db9dfe99fca7"
+OPENRLHF_RELEASE = "0.11.2"
 KEY = "compat-key-1"
 BASIC = {"Authorization": "Basic " + base64.b64encode(f"botgrpo:{KEY}".encode("latin1")).decode()}
 PROMPT = "<|im_start|>user\nWhat is 6 * 7? Put the answer in \\boxed{}.<|im_end|>\n<|im_start|>assistant\n"
@@ -115,8 +116,8 @@ def test_a_batch_keeps_query_order(server):
 
 
 def test_the_empty_shard_of_a_second_url_is_answered(server):
-    # one sample over two URLs: OpenRLHF slices [1:1] for the second, posting three empty lists;
-    # a non-2xx there would fail the whole gather after 5 tries, losing the first URL's reward
+    # 0.11.2 never sends one; at commit 3c3be62 one sample over two URLs sliced [1:1] for the
+    # second, posting three empty lists, and a non-2xx there failed the whole gather
     answer = openrlhf_reads(post(server, "math", openrlhf_body([], [], [])), 0)
     assert answer["rewards"] == [] and answer["scores"] == []
     assert post(server, "nope", openrlhf_body([], [], [])).status_code == 422  # still checked

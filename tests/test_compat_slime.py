@@ -185,29 +185,41 @@ def test_a_list_option_takes_one_value_repeated_values_or_comma_separated_ones(s
         assert reward(query)["passed"] is False, query
 
 
+MARKER_ENV = {"BOTGRPO_MAX_COMPLETION_CHARS": "2000000", "BOTGRPO_MAX_REQUEST_BYTES": "8000000"}
+
+
+def measure_markers(srv) -> dict[str, dict[str, float]]:
+    """Per route: the server process's CPU seconds and the slowest /healthz (polled every 20 ms)
+    while it answers a 1.5 MB response made of ``</s>`` (limits raised to let it in)."""
+    from tests.test_hostile_server import HealthProbe, process_cpu_s
+    markers = "</s>" * 375_000
+    numbers = {}
+    for route, body in [("slime/math", slime_body(PROMPT, markers, "42")),
+                        ("openrlhf/math/get_reward", json.dumps({"query": [PROMPT + markers], "prompts": [PROMPT],
+                                                                 "labels": ["42"]}).encode())]:
+        before = process_cpu_s(srv.proc.pid)
+        with HealthProbe(srv.url) as probe:
+            r = httpx.post(f"{srv.url}/compat/{route}", content=body, headers={"Content-Type": "application/json"},
+                           timeout=600)
+        assert r.status_code == 200, r.text[:300]  # an empty response, scored
+        numbers[route] = {"cpu_s": process_cpu_s(srv.proc.pid) - before, "healthz_worst_s": probe.worst}
+    return numbers
+
+
 def test_end_markers_are_cut_in_linear_time_off_the_event_loop(tmp_path):
     """Issue 34, finding 2: cutting one marker at a time copied the text each time, so a 1.5 MB
     response of ``</s>`` cost 7.9 s of CPU on the slime route's event loop (/healthz stalled with
     it) and 9.2 s on the OpenRLHF route. Measured as the server process's CPU time (threads
     included, the scorer pools excluded: the cut happens in the server), which a busy machine
-    does not inflate as it does wall time."""
-    from tests.test_hostile_server import HealthProbe, process_cpu_s
+    does not inflate as it does wall time; /healthz gets a margin for a load of 4 on 2 cores."""
     require_host(node_available(), "the Node toolchain (sandbox/node/node_modules)")
-    srv = LiveServer(tmp_path, env={"BOTGRPO_MAX_COMPLETION_CHARS": "2000000", "BOTGRPO_MAX_REQUEST_BYTES": "8000000"})
-    markers = "</s>" * 375_000  # 1.5 MB
+    srv = LiveServer(tmp_path, env=MARKER_ENV)
     try:
-        for route, body in [("slime/math", slime_body(PROMPT, markers, "42")),
-                            ("openrlhf/math/get_reward", json.dumps({"query": [PROMPT + markers], "prompts": [PROMPT],
-                                                                     "labels": ["42"]}).encode())]:
-            before = process_cpu_s(srv.proc.pid)
-            with HealthProbe(srv.url) as probe:
-                r = httpx.post(f"{srv.url}/compat/{route}", content=body,
-                               headers={"Content-Type": "application/json"}, timeout=120)
-            spent = process_cpu_s(srv.proc.pid) - before
-            assert r.status_code == 200, r.text[:300]  # an empty response, scored
-            assert spent < 2.5 and probe.worst < 2.0, (route, spent, probe.worst)  # before: 7.9-9.2 s, 7.9 s
+        numbers = measure_markers(srv)
     finally:
         srv.stop()
+    for route, measured in numbers.items():  # before: 6.5-9.2 s of CPU, /healthz 7.9-12 s
+        assert measured["cpu_s"] < 2.5 and measured["healthz_worst_s"] < 2.0, (route, measured)
 
 
 def test_backpressure_is_a_503_with_retry_after_and_the_retry_is_answered(tmp_path):
@@ -248,3 +260,19 @@ def test_with_redis_a_botgrpo_worker_scores_the_sample(tmp_path):
         srv.stop()
         scorer.stop()
         redis.stop()
+
+
+if __name__ == "__main__":
+    # python -m tests.test_compat_slime [TREE]: the numbers of test_end_markers_... (docs/security.md)
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from botgrpo.processes import Server
+    tree = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else None
+    with tempfile.TemporaryDirectory() as tmp:
+        srv = Server(Path(tmp), env=MARKER_ENV, tree=tree)
+        try:
+            print(json.dumps({"tree": str(tree or Path.cwd()), **measure_markers(srv)}))
+        finally:
+            srv.stop()

@@ -1,13 +1,16 @@
 """OpenRLHF's remote reward protocol: ``POST /compat/openrlhf/{task}/get_reward``.
 
-What OpenRLHF sends and reads (its sources at commit 3c3be62, August 2026; facts, no code):
+What OpenRLHF sends and reads (its release 0.11.2 on PyPI, what ``pip install openrlhf`` gives;
+facts, no code):
 
-* ``openrlhf/utils/agent.py``, ``SingleTurnAgentExecutor._fetch_rewards_via_http``: for each
-  generated sample, ``{"query": [...], "prompts": [...], "labels": [...]}`` posted with
-  aiohttp's ``json=`` to every URL of ``--reward.remote_url`` (comma-separated), the lists
-  sharded across them: with one sample and two URLs the second gets three empty lists. A
-  query is the decoded prompt tokens followed by the response tokens. 180 s timeout, 5 tries
-  1 s apart on any error status; it reads the first URL's answer.
+* ``openrlhf/utils/agent.py``, ``SingleTurnAgentExecutor``: for each generated sample,
+  ``{"query": [...], "prompts": [...], "labels": [...]}`` of that one sample, posted with
+  aiohttp's ``json=`` to the next URL of ``--reward.remote_url`` (split at commas, taken in
+  turn), so no URL gets an empty request. A query is the decoded prompt tokens followed by the
+  response tokens. 180 s timeout, 5 tries 1 s apart on any error status; after the fifth the
+  sample's reward is ``None`` (docs/integrations.md says what its trainer does with that).
+  (At commit 3c3be62 the lists were sharded across the URLs instead, the extra URLs getting
+  three empty lists, which are still answered.)
 * It takes ``rewards`` as the sample's reward and ``scores`` (else ``rewards``) as its score for
   dynamic filtering (``e.scores[0].item()``: one number per query), and turns every value of
   ``extra_logs`` into a per-sample logging tensor (``torch.tensor([value])``), merged across
