@@ -130,6 +130,9 @@ return {1, depth + incoming}
 # ARGV: group, consumer, max_items, chunk_s, waiting-stream prefix
 # Returns the XREADGROUP reply (nil when nothing waits).
 TAKE_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then  -- no stream, no group: say so before moving anything
+  return redis.error_reply('NOGROUP the work stream and its group are gone')
+end
 local first = redis.call('ZRANGE', KEYS[3], 0, 0)
 if #first == 0 then  -- nothing waits; entries a server of the old layout added directly are read here
   return redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
