@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from .backoff import Backoff, sleep_unless_stopped
@@ -134,8 +135,8 @@ class RedisWorker:
         self._result_ttl_s = result_ttl_s
         self._results_prefix = results_prefix
         self._redis: aioredis.Redis | None = None
-        self._take_script: Any = None
-        self._record_script: Any = None
+        self._take_script: AsyncScript | None = None
+        self._record_script: AsyncScript | None = None
 
     @property
     def _client(self) -> aioredis.Redis:
@@ -190,7 +191,7 @@ class RedisWorker:
         reply = await self._take_script(
             keys=[keys.stream, keys.backlog, keys.clients, keys.clock, keys.cost, keys.wake],
             args=[self._group, self.consumer, self._batch_size, self._chunk_s, keys.waiting_prefix])
-        return [_Delivery(_text(eid), _pairs(fields), 1) for _stream, entries in reply or [] for eid, fields in entries]
+        return [_Delivery(eid, _pairs(fields), 1) for _stream, entries in reply or [] for eid, fields in entries]
 
     async def _record(self, deliveries: list[_Delivery], elapsed_s: float) -> None:
         """The take's seconds per item, for the size of its client's next take."""
@@ -320,12 +321,8 @@ async def run_worker(redis_url: str, handler: Handler, *, stop: asyncio.Event | 
             loop.remove_signal_handler(sig)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _pairs(fields: Any) -> dict[str, str]:
     """An entry's fields as a dict: a script returns them as a flat list ``[k1, v1, k2, v2, ...]``."""
     if isinstance(fields, dict):
-        return {_text(k): _text(v) for k, v in fields.items()}
-    return {_text(fields[i]): _text(fields[i + 1]) for i in range(0, len(fields) - 1, 2)}
+        return fields
+    return dict(zip(fields[::2], fields[1::2]))
