@@ -34,6 +34,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from botgrpo.services.queue import InProcessQueue, WorkItem
 from botgrpo.services.queue.fair import FairBacklog, take_size
@@ -136,6 +137,19 @@ def test_a_client_that_starts_waiting_joins_behind_the_clients_already_waiting()
     backlog.add(items("c", 2, "C"))  # came after A's turn: behind B, ahead of A
     assert [backlog.take(8)[0].client for _ in range(3)] == ["B", "C", "A"]
     assert backlog._turn.keys() == {"B", "C"} and backlog.clients() == 2  # A has left
+
+
+@pytest.mark.parametrize("host, client", [("10.1.2.3", "10.1.2.3"), ("2001:db8::1", "2001:db8::/64"),
+                                          ("2001:db8::ffff:7", "2001:db8::/64"), ("2001:db8:0:1::1", "2001:db8:0:1::/64"),
+                                          ("::ffff:10.1.2.3", "10.1.2.3"), ("testclient", "testclient"), (None, "")])
+def test_a_client_is_its_address_and_an_ipv6_host_its_64(host, client):
+    """One host is commonly given a whole IPv6 /64: addresses in it are one client, or a host
+    could count as billions of them (reward_server/clients.py)."""
+    from types import SimpleNamespace
+
+    from botgrpo.reward_server.clients import client_of
+    request = SimpleNamespace(client=None if host is None else SimpleNamespace(host=host))
+    assert client_of(request) == client
 
 
 def test_a_single_item_waits_for_about_one_item_not_for_the_flood():
