@@ -7,6 +7,7 @@ import time
 import pytest
 
 from botgrpo.reward_server.math.equivalence import warm_up
+from botgrpo.reward_server.scorers.base import SpanScore
 from botgrpo.reward_server.scorers.base import Rollout
 from botgrpo.reward_server.scorers.math import MathOptions, MathScorer
 from botgrpo.sandbox.process_pool import ProcessPool
@@ -176,3 +177,29 @@ def test_right_answers_beside_negations_lists_and_labels_stay_right(scorer):
     for extraction in ("latex", "boxed"):
         results = scorer.score_batch(rollouts, MathOptions(extraction=extraction))
         assert [c for c, r in zip(HONEST_IN_CONTEXT, results, strict=True) if r.score != 1.0] == [], extraction
+
+
+SHOWN = "3 * 4 = 13"
+HIDDEN = [  # issue 34 #9: the same wrong step written so that the check did not read it (never blamed at 4decb8d)
+    "3 * 4 is 13", "3 * 4 \uff1d 13", "\uff13 \u00d7 \uff14 \uff1d \uff11\uff13", "3 * 4 equals 13", "3 * 4 is equal to 13",
+    "3 times 4 is 13", "3 multiplied by 4 makes 13", "3 * 4 gives 13", "3 * 4 \u2192 13", "3 * 4 -> 13", "(3 * 4 = 13)",
+    "2^{2000} - 2^{2000} + 3 * 4 = 13",   # beyond the evaluator's bounds: unverified, not right
+]
+
+
+def _working(step: str) -> str:
+    return f"First, 2 + 2 = 4.\nThen {step}, so we carry on.\nThe answer is \\boxed{{13}}."
+
+
+def _local(scorer: MathScorer, completion: str) -> list[SpanScore]:
+    (result,) = scorer.score_batch([Rollout(completion, reference={"answer": "12"})], MathOptions())
+    return result.local
+
+
+@pytest.mark.parametrize("step", HIDDEN)
+def test_hiding_a_wrong_step_earns_no_more_local_credit_than_showing_it(scorer, step):
+    """The same wrong step, written checkably or not, is blamed from where it starts to the end."""
+    shown, hidden = _working(SHOWN), _working(step)
+    assert _local(scorer, shown) == [SpanScore(shown.index(SHOWN), len(shown), -1.0)]
+    start = hidden.index(step.lstrip("("))
+    assert _local(scorer, hidden) == [SpanScore(start, len(hidden), -1.0)]

@@ -144,6 +144,7 @@ def context_reason(completion: str, start: int, end: int) -> str | None:
     line = completion[line_start: len(completion) if line_end < 0 else line_end]
     if _LOGIC.search(line):
         return "the answer ends a logical formula"
+    line_start = max(line_start, start - CONTEXT_CHARS)  # the equation before it is near it
     before = _APPROX.sub("=", completion[line_start:start])
     if re.search(r"=\s*\$?\s*$", before):
         match = _LHS.search(before)
@@ -169,7 +170,6 @@ def _true_chain_ending_at(completion: str, line_start: int, line_end: int, end: 
     return None
 
 
-_MARKDOWN_BEFORE = re.compile(r"(?:\*\*|__|\s)+$")
 _MARKDOWN_AFTER = re.compile(r"(?:\*\*|__|\s)+")
 _COMMAND_BEFORE = re.compile(r"\\[A-Za-z]+\s*$")
 _WORD_BEFORE = re.compile(r"(?<![\\A-Za-z])([A-Za-z]+)$")
@@ -181,6 +181,15 @@ _VALUE_END = re.compile(r"[\d$})\]]\s*$")
 _CLOSES = re.compile(r"\\(?:text|textrm|textnormal|textbf|textit|mbox|mathrm|rm|quad|qquad|[%$,;! )\]])(?![A-Za-z])"
                      r"|\^\s*\{?\s*\\circ")
 _OPERATOR_CHARS = frozenset("+-*/^=<>|~&\\")
+
+
+def _without_markdown_end(text: str) -> str:
+    """``text`` without the spaces and markdown ``**`` / ``__`` it ends with."""
+    while True:
+        text = text.rstrip()
+        if not text.endswith(("**", "__")):
+            return text
+        text = text[:-2]
 
 
 def _is_operator(char: str) -> bool:
@@ -209,9 +218,11 @@ def operand_reason(completion: str, start: int, end: int) -> str | None:
     return _after_reason(completion, end) or _before_reason(completion, start)
 
 
+CONTEXT_CHARS = 200  # how far around a value its neighbours are looked for
+
+
 def _after_reason(completion: str, end: int) -> str | None:
-    line_end = completion.find("\n", end)
-    after = completion[end: len(completion) if line_end < 0 else line_end]
+    after = completion[end: end + CONTEXT_CHARS].split("\n", 1)[0]
     skipped = _MARKDOWN_AFTER.match(after)
     after = after[skipped.end():] if skipped else after
     if after and _is_dash(after[0]) and after[1:].lstrip()[:1].isdigit():
@@ -222,8 +233,8 @@ def _after_reason(completion: str, end: int) -> str | None:
 
 
 def _before_reason(completion: str, start: int) -> str | None:
-    line_start = completion.rfind("\n", 0, start) + 1
-    before = _MARKDOWN_BEFORE.sub("", completion[line_start:start])
+    line_start = completion.rfind("\n", max(0, start - CONTEXT_CHARS), start) + 1
+    before = _without_markdown_end(completion[max(line_start, start - CONTEXT_CHARS):start])
     if not before or _OPENS.search(before) or _LIST_LABEL.fullmatch(before):
         return None
     command = _COMMAND_BEFORE.search(before)

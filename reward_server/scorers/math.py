@@ -17,10 +17,10 @@ Result:
   data, not the model, is at fault), which trainers leave out of the loss;
 * ``details``: ``answer``, ``answer_span`` ``[start, end)``, ``method`` (how it was extracted),
   ``reason`` (why the verdict), ``steps`` ``[{start, end, ok, text}]`` (``ok`` ``None`` =
-  uncheckable);
+  unverified: arithmetic the evaluator cannot value);
 * ``local``: the local signal of :mod:`botgrpo.reward_server.math.blame` (option ``local``,
-  registry ``LOCAL_SIGNALS``): ``steps`` (default) -1 from the first wrong step on
-  (``error_propagation``, default) or on each wrong step; ``oracle`` -1 on exactly the first line
+  registry ``LOCAL_SIGNALS``): ``steps`` (default) -1 from the first step not verified right
+  (wrong or unverified) on (``error_propagation``, default) or on each such step; ``oracle`` -1 on exactly the first line
   that differs from ``reference["chain"]`` (the step-chain task); -1 everywhere when no answer
   is found; the composition layer weighs it against the outcome.
 
