@@ -46,7 +46,7 @@ HONEST = [  # statement and multi-part forms that are right answers and must sta
 ]
 
 
-UNREADABLE = [  # issue 34 #4: a relation or connective the statement check did not know, read by one part (1.0 at 4decb8d)
+UNREADABLE = [  # issue 34 #4: a relation or connective the statement check did not know (1.0 at 4decb8d)
     r"13 \operatorname{or} 12", r"13 \texttt{or} 12", r"13 \textsf{or} 12", r"13 \hbox{or} 12", "13 | 12", r"13 \| 12",
     r"13 \vert 12", r"13 \parallel 12", r"13 \sim 12", r"13 \equiv 12", r"13 \cong 12", r"13 \\ 12",
     r"\substack{13 \\ 12}", r"\cancel{13} 12", r"13 \not= 12", r"13 \bmod 12", "13 \u2013 12", r"13 \prec 12",
@@ -181,7 +181,8 @@ def test_right_answers_beside_negations_lists_and_labels_stay_right(scorer):
 
 SHOWN = "3 * 4 = 13"
 HIDDEN = [  # issue 34 #9: the same wrong step written so that the check did not read it (never blamed at 4decb8d)
-    "3 * 4 is 13", "3 * 4 \uff1d 13", "\uff13 \u00d7 \uff14 \uff1d \uff11\uff13", "3 * 4 equals 13", "3 * 4 is equal to 13",
+    "3 * 4 is 13", "3 * 4 \uff1d 13", "\uff13 \u00d7 \uff14 \uff1d \uff11\uff13", "3 * 4 equals 13",
+    "3 * 4 is equal to 13",
     "3 times 4 is 13", "3 multiplied by 4 makes 13", "3 * 4 gives 13", "3 * 4 \u2192 13", "3 * 4 -> 13", "(3 * 4 = 13)",
     "2^{2000} - 2^{2000} + 3 * 4 = 13",   # beyond the evaluator's bounds: unverified, not right
 ]

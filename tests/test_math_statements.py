@@ -121,7 +121,8 @@ def _last_value(text: str) -> tuple[int, int]:
     (r"$13 \\ 12$", True), ("so 13 - 12", True), ("It is 11 or 12", True), ("It is 11, 12", True),
     ("so 11 \u2013 12", True), (r"It is $11$ or 12", True), ("x = 7 or x = 12", True), (r"It is 12 \pmod 5", True),
     ("The answer is 12", False), ("Answer: 12", False), ("**Answer:** 12", False), ("(12)", False), ("1) 12", False),
-    ("Result \u2014 12", False), ("Step 3. 12", False), ("so x = 12", False), ("so 12 cm", False), (r"12 \text{ cm}", False),
+    ("Result \u2014 12", False), ("Step 3. 12", False), ("so x = 12", False), ("so 12 cm", False),
+    (r"12 \text{ cm}", False),
     ("In total 3 apples and 12", False), ("12", False), ("Thus, 12", False),
 ])
 def test_a_value_from_prose_must_stand_alone(text, refused):
@@ -170,7 +171,7 @@ def test_understood_relations_are_counted_by_spelling(text, count):
 def test_the_method_decides_how_an_answer_is_read_in_context():
     assert reading_reason("certainly not \\boxed{12}", "boxed", 21, 23) == "the answer is negated"
     assert reading_reason("so 13 | 12", "last_number", 8, 10) is not None
-    assert reading_reason("so 13 | 12", "latex", 0, 10) is None  # read in the worker, where the library's reading is seen
+    assert reading_reason("so 13 | 12", "latex", 0, 10) is None  # read in the worker, which sees the library's reading
 
 
 def test_a_box_straddling_math_delimiters_is_no_answer_under_boxed_and_read_as_written_under_latex():

@@ -62,7 +62,7 @@ def test_ignores_what_is_not_plain_arithmetic(completion):
 @pytest.mark.parametrize(
     ("completion", "expected"),
     [  # issue 34 #9: the same steps written with words, full-width signs or in brackets
-        ("So, 5 - 2 - 2 equals 3.", [("5 - 2 - 2 equals 3", False)]),   # SmolLM2's own (tests/data/smollm2_failures.jsonl)
+        ("So, 5 - 2 - 2 equals 3.", [("5 - 2 - 2 equals 3", False)]),   # SmolLM2's (smollm2_failures.jsonl)
         ("So, 19 - 8 is 1.", [("19 - 8 is 1", False)]),
         ("2 + 4 equals 6.", [("2 + 4 equals 6", True)]),
         ("3 * 4 is equal to 12", [("3 * 4 is equal to 12", True)]),

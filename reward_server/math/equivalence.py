@@ -66,8 +66,9 @@ def quick_verdict(candidate: str, reference: str, method: str = "boxed") -> Verd
     """Decide without sympy when that is safe; otherwise ``Verdict(None, ...)``.
 
     ``method`` is the extraction's: a ``hedge`` (several different boxes against a reference
-    with fewer parts) and a ``straddling`` box are not equal (:data:`REFUSED_METHODS`); a ``latex`` region (a whole completion tail for math-verify's
-    extraction) is only compared for identity here, its candidates are guarded in the worker."""
+    with fewer parts) and a ``straddling`` box are not equal (:data:`REFUSED_METHODS`); a
+    ``latex`` region (a whole completion tail for math-verify's extraction) is only compared for
+    identity here, its candidates are guarded in the worker."""
     if method in REFUSED_METHODS:
         return Verdict(False, REFUSED_METHODS[method])
     normalized, target = normalize_answer(candidate), normalize_answer(reference)

@@ -14,7 +14,15 @@ at all (see the table in ``reward_server/math/README.md``):
   ``name = value`` with one ``=`` and a name on the left (``x``, ``x_1``, ``f(x)``, ``\\theta``,
   ``AB``, a tuple ``(p, q)``); the value is then compared. ``13 = 12``, ``7 = x+1``, ``0 = 12`` and
   chains ``x = 5 = 12`` are refused;
-* equations against an equation, and inequalities, are compared whole by math-verify.
+* equations against an equation, and inequalities, are compared whole by math-verify;
+* a relation the rules do not understand is never compared (:func:`understood_relations`: the
+  worker refuses a conversion that holds more relations than the text has understood ones).
+
+An answer read from running text is checked in its context (issue 34): it must stand alone
+(:func:`operand_reason`: ``13 | 12``, ``\\cancel{13} 12``, ``11 or 12`` are refused) and not be
+negated (:func:`negation_reason`: "The answer is not 12"); :func:`reading_reason` picks the checks
+for an extraction method. Everything here is linear in the text and looks at most
+:data:`CONTEXT_CHARS` characters around an answer for its neighbours.
 """
 from __future__ import annotations
 
@@ -34,9 +42,11 @@ _LOGIC = re.compile(
 )
 _APPROX = re.compile(r"\\(?:approx|simeq|thickapprox)(?![a-zA-Z])|\u2248")  # read as "=" (x \approx 11)
 _OPEN, _CLOSE = "([{", ")]}"
+CONTEXT_CHARS = 200  # how far around an answer read from text its neighbours are looked for
 # "=" that is not part of <=, >=, != or \ne
 _EQUALS = re.compile(r"(?<![<>!\\])=")
-_NAME = rf"(?:[A-Za-z]{{1,3}}|\\(?:{'|'.join(sorted(GREEK))})(?![a-zA-Z]))(?:_\{{?[A-Za-z0-9]+\}}?)?'*(?:\([A-Za-z ,]*\))?"
+_NAME_COMMANDS = "|".join(sorted(GREEK | {"gamma", "Gamma", "ell"}))  # a command is a name only if it is a letter
+_NAME = rf"(?:[A-Za-z]{{1,3}}|\\(?:{_NAME_COMMANDS})(?![a-zA-Z]))(?:_\{{?[A-Za-z0-9]+\}}?)?'*(?:\([A-Za-z ,]*\))?"
 _NAME_OR_TUPLE = re.compile(rf"\s*(?:{_NAME}|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*")
 _SPACING = re.compile(r"\\[,;:! ]|~|\\q?quad(?![a-zA-Z])|\\left|\\right")
 
@@ -208,17 +218,15 @@ def operand_reason(completion: str, start: int, end: int) -> str | None:
 
     The check reads only what it positively understands. Before the value (on its line, spaces
     and markdown ``**`` skipped) may stand nothing, a list label (``1)``, ``(a)``), a word, an
-    opening bracket, ``:``, a sentence's end, a dash after a word, a math delimiter or a box opener; after it, nothing, prose, punctuation, a closing bracket or
-    delimiter, a unit (``\\text{cm}``, ``\u20ac``, ``m\u00b2``) or a degree sign. Anything else
+    opening bracket, ``:``, a sentence's end, a dash after a word, a math delimiter or a box
+    opener; after it, nothing, prose, punctuation, a closing bracket or delimiter, a unit
+    (``\\text{cm}``, ``\u20ac``, ``m\u00b2``) or a degree sign. Anything else
     (``13 | 12``, ``13 \\equiv 12``, ``11\u201312``, ``\\cancel{13} 12``, ``1 + \\frac{1}{e}``) makes it
     an operand of a relation or operation the check does not read: refused, not read as the
     statement's part. A value joined to a value before it by ``,``, ``;``, a dash, ``or``, ``and`` or
     ``nor`` ends a list or range: the list, not its last item, is what was said (a dash from the
     value to another starts one)."""
     return _after_reason(completion, end) or _before_reason(completion, start)
-
-
-CONTEXT_CHARS = 200  # how far around a value its neighbours are looked for
 
 
 def _after_reason(completion: str, end: int) -> str | None:
@@ -267,7 +275,7 @@ def negation_reason(completion: str, start: int, end: int) -> str | None:
     when it is among the :data:`NEGATION_REACH` words before it in its clause with no value in
     between ("not 10, it's 12" and "the number is not 10 which is 12" negate 10, not 12), or when
     the answer is followed by ``is not`` / ``isn't`` (box and math delimiters skipped)."""
-    before = _OPENING.sub("", completion[max(0, start - 200):start])
+    before = _OPENING.sub("", completion[max(0, start - CONTEXT_CHARS):start])
     clause_start = max((m.end() for m in _CLAUSE_END.finditer(before)), default=0)
     clause = before[clause_start:]
     value = max((m.end() for m in re.finditer(r"[\d$]", clause)), default=0)

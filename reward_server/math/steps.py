@@ -78,7 +78,8 @@ def find_steps(completion: str) -> list[Step]:
                 for start, end in _clauses(text, run.start(), run.end()):
                     step = _step_from_run(text, start, end)
                     if step is not None:
-                        first, last = line_start + reading.origin(step.start)[0], line_start + reading.origin(step.end - 1)[1]
+                        first = line_start + reading.origin(step.start)[0]
+                        last = line_start + reading.origin(step.end - 1)[1]
                         steps.append(Step(first, last, completion[first:last], step.ok))
                     if len(steps) >= MAX_STEPS:
                         return steps
