@@ -186,6 +186,7 @@ def test_evaluate_refuses_unsafe_or_costly_input(text):
         ("1 is " * 1000 + "\n") * 300,
         ("\u00bd" * 4999 + "=\n") * 300,   # a character NFKC expands (1/2 with a fraction slash)
         "1" * 1_000_000,   # a digit everywhere a relation word could follow
+        ("1->" * 1666 + "\n") * 300,   # arrows to read on every line
     ],
 )
 def test_adversarial_completions_are_bounded(completion):

@@ -25,8 +25,8 @@ larger ``\\frac``) is dropped.
 
 Work is bounded for adversarial completions: only the first :data:`MAX_LINES` lines that may hold
 a step are read, lines longer than :data:`MAX_LINE_CHARS` and runs longer than
-:data:`MAX_RUN_CHARS` are skipped, at most :data:`MAX_WORDS_READ` operator words and as many
-relation words or arrows are considered per line, and at most :data:`MAX_STEPS` steps are returned.
+:data:`MAX_RUN_CHARS` are skipped, at most :data:`MAX_WORDS_READ` ASCII arrows, as many operator
+words and as many relation words or arrows are considered per line, and at most :data:`MAX_STEPS` steps are returned.
 """
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ _OPERATOR_SIGNS = {"plus": "+", "minus": "-", "times": "*", "multiplied": "*", "
 _OPERATOR_HINTS = tuple(_OPERATOR_SIGNS)  # a line without any of these has no operator word
 _RELATION_HINTS = ("is", "equal", "make", "give", "yield", "\u2192", "\u21d2")
 _RELATION = re.compile(rf"[\d)}}][ \t]*(?P<word>(?:{_WORD_RELATIONS})(?![A-Za-z])|[\u2192\u21d2])", re.IGNORECASE)
-_ASCII_ARROW = re.compile(r"->|=>")
+_ASCII_ARROW = re.compile(r"(?P<word>->|=>)")
 _ARROWS = {"->": "\u2192", "=>": "\u21d2"}
 _NUMBER_AFTER = re.compile(r"\s*[-(\d{\\]")
 
@@ -204,7 +204,7 @@ def read_line(line: str) -> LineReading:
     if not line.isascii():
         line = line.translate(_lookalike_table(line))
     reading = LineReading.of(line, [_Piece(0, len(line), len(line), True)] if line else [])
-    reading = _replaced(reading, [(m.start(), m.end(), _ARROWS[m.group()]) for m in _ASCII_ARROW.finditer(line)],
+    reading = _replaced(reading, _signs(line, _ASCII_ARROW, lambda _, match: _ARROWS[match.group()]),
                         padded=False)  # "->" is no minus sign, "=>" no equation
     lowered = reading.text.lower()
     if any(word in lowered for word in _OPERATOR_HINTS):
