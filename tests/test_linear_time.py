@@ -82,22 +82,33 @@ MATH_INPUTS = {
     "operators": lambda n: "+-*/^" * (n // 5),
     "fracs": lambda n: "\\frac{1}{2}=" * (n // 12),
     "dots and commas": lambda n: "1 = 1, " * (n // 7),
+    "spaces after an equals": lambda n: "= " + " " * (n - 10) + "x so 12",
+    "spaces before a number": lambda n: "x" + " " * (n - 10) + "| 12",
+    "markdown before a number": lambda n: "**" * (n // 2 - 2) + " 12",
+    "relation words": lambda n: "1 + 1 is 2 " * (n // 11),
+    "operator words": lambda n: "3 times " * (n // 8) + "4 is 12",
+    "negations": lambda n: "not " * (n // 4) + "12",
+    "math spans": lambda n: "$1$ " * (n // 4) + "$12$",
+    "full-width": lambda n: "\uff11\uff0b\uff11\uff1d\uff12\n" * (n // 6),
 }
 
 
 @pytest.mark.parametrize("label", list(MATH_INPUTS))
 def test_math_prejudging_is_linear_up_to_the_limit(label):
-    """Everything the math scorer does in the server's thread: answer extraction, step finding,
-    normalisation and the guard (the symbolic comparison runs in the killable pool)."""
+    """Everything the math scorer does in the server's thread: answer extraction (both policies),
+    step finding, normalisation, the guard and the reading of an answer in its context (the
+    symbolic comparison runs in the killable pool)."""
     from botgrpo.reward_server.math.equivalence import quick_verdict
-    from botgrpo.reward_server.math.extract import extract_final_answer
+    from botgrpo.reward_server.math.extract import extract_answer, extract_final_answer
+    from botgrpo.reward_server.math.statements import reading_reason
     from botgrpo.reward_server.math.steps import find_steps
 
     def prejudge(completion):
         find_steps(completion)
-        answer = extract_final_answer(completion)
-        if answer is not None:
-            quick_verdict(answer.text, "12")
+        answers = [extract_final_answer(completion)] + [extract_answer(completion, p) for p in ("boxed", "latex")]
+        for answer in filter(None, answers):
+            quick_verdict(answer.text, "12", answer.method)
+            reading_reason(completion, answer.method, answer.start, answer.end)
 
     assert_linear(prejudge, MATH_INPUTS[label], LIMIT, label)
 

@@ -151,6 +151,18 @@ def test_numeric_reference_is_accepted(scorer):
     assert result.passed is True
 
 
+@pytest.mark.parametrize(("completion", "reference"), [
+    ("We get 3 + 9 = 12.", "12"), ("Total: 5 + 7 = 12", "12"),   # a chain the steps check true ends in its value
+    (r"The result is $\frac{1}{2}$", "1/2"), (r"The interval is $[0, 1)$.", "[0,1)"),   # the math span, whole
+    (r"so $x \in (1, 2)$", "(1,2)"),
+])
+def test_extraction_boxed_reads_an_unboxed_answer_whole(scorer, completion, reference):
+    """False negatives of ``extraction: boxed`` found while closing issue 34 #4: its last-number
+    reading took the ``2`` of ``\\frac{1}{2}`` and refused ``3 + 9 = 12`` for its left side."""
+    (result,) = scorer.score_batch([rollout(completion, reference)], MathOptions(extraction="boxed"))
+    assert result.passed is True, result.details
+
+
 def test_symbolic_comparisons_run_in_the_pool_not_in_process(pool):
     recording = RecordingPool(pool)
     rollouts = [rollout("\\boxed{\\sqrt{8}}", "2\\sqrt{2}"), rollout("\\boxed{17}")]

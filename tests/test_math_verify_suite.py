@@ -145,10 +145,18 @@ STRICTER = {
     "tests/test_all.py:728": "boxed variant: a 1,234-character box (a whole solution) is no answer",
     "tests/test_all.py:657": "boxed variant: the whole solution in a box; its equations are refused as statements",
     "tests/test_all.py:734": "boxed variant: the whole solution in a box; its equation chains are refused",
-    "tests/test_numina_cases.py:121": "'W(x)=1orW(x)=-1': a chain of equations joined by a bare 'or'",
+    "tests/test_numina_cases.py:121": "'W(x)=1orW(x)=-1' (two equations joined by a bare 'or'): the library reads "
+                                      "its last value, -1, and the gold's, -1; read whole it is refused (issue 34 #4: "
+                                      "'W(x)=7orW(x)=-1' scored 1.0 the same way)",
+    "tests/test_yujianll.py:28": "'1 + 1/e' against '1 - 1/e', labelled equal at 5d148cf only because the library "
+                                 "reads both as their first number, 1 (a later version of the file labels it 0); "
+                                 "a number read from math the converter cannot read is refused (issue 34 #4)",
 }
 # measured (README table); a change that loses agreement fails here
-FLOOR = {"raw": 250, "boxed": 245}
+FLOOR = {"raw": 248, "boxed": 244}
+# boxed variant: where the scorer is right and the library is not (README)
+SCORER_RIGHT_BOXED = {"tests/test_all.py:65", "tests/test_all.py:70", "tests/test_all.py:126", "tests/test_all.py:127",
+                      "tests/test_all.py:136", "tests/test_all.py:372", "tests/test_all.py:506", "tests/test_all.py:133"}
 
 
 @pytest.mark.parametrize("variant", ["raw", "boxed"])
@@ -161,8 +169,14 @@ def test_the_scorer_is_wrong_only_where_it_is_stricter_on_purpose(tallies, varia
     assert mine.agree >= FLOOR[variant], table(tallies)
 
 
-def test_with_boxed_answers_the_scorer_agrees_at_least_as_often_as_the_library(tallies):
-    assert tallies["scorer boxed"].agree >= tallies["library boxed"].agree, table(tallies)
+def test_with_boxed_answers_the_scorer_is_right_where_the_library_is_not(tallies):
+    """The boxed variant's gap to the library is the STRICTER cases less these (before issue 34 the
+    scorer also "agreed" on test_yujianll.py:28, a mislabelled case, and so tied the library)."""
+    _, cases = load_cases()
+    mine, theirs = tallies["scorer boxed"], tallies["library boxed"]
+    wrong = set(mine.false_neg) | set(mine.false_pos)
+    right_alone = {cases[i].where for i in (set(theirs.false_neg) | set(theirs.false_pos)) - wrong}
+    assert right_alone == SCORER_RIGHT_BOXED, table(tallies)
 
 
 @pytest.mark.parametrize("variant", ["raw", "boxed"])

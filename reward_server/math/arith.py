@@ -3,8 +3,9 @@
 Intermediate steps in model output are untrusted text, so they are never ``eval``-ed and never
 handed to sympy. This is a recursive-descent parser over a whitelist: numbers (integers,
 decimals, ``1,000``-style thousands), ``+ - * / ^``, parentheses and braces, ``\\frac{a}{b}``,
-``\\times``, ``\\cdot``, ``\\div`` and their Unicode forms. Values are
-:class:`~fractions.Fraction`, so ``0.1 + 0.2 = 0.3`` holds.
+``\\times``, ``\\cdot``, ``\\div`` and their Unicode forms; a bracket right after an operand
+multiplies (``3(-2)``, ``(6)(5)``). Values are :class:`~fractions.Fraction`, so ``0.1 + 0.2 = 0.3``
+holds.
 
 Bounds keep every call cheap: at most :data:`MAX_TOKENS` tokens and :data:`MAX_DEPTH` nested
 groups, and a power is computed only for an integer exponent of at most :data:`MAX_EXPONENT`
@@ -63,13 +64,15 @@ def evaluate(text: str) -> Fraction:
 
 
 def has_operator(text: str) -> bool:
-    """True if ``text`` computes something rather than just stating a number."""
+    """True if ``text`` computes something rather than just stating a number (an implicit
+    product ``3(4)`` included)."""
     tokens = tokenize(text)
-    return any(t in {"+", "*", "/", "^", "frac"} for t in tokens) or "-" in tokens[1:]
+    implicit = any(t == "(" and (p[0].isdigit() or p == ")") for p, t in zip(tokens, tokens[1:]))
+    return implicit or any(t in {"+", "*", "/", "^", "frac"} for t in tokens) or "-" in tokens[1:]
 
 
 class _Parser:
-    """expression := term (('+'|'-') term)* ; term := unary (('*'|'/') unary)* ;
+    """expression := term (('+'|'-') term)* ; term := unary (('*'|'/'|<before '('>) unary)* ;
     unary := '-' unary | '+' unary | power ; power := atom ('^' unary)? ;
     atom := number | '(' expression ')' | '{' expression '}' | frac '{' e '}' '{' e '}'."""
 
@@ -97,8 +100,8 @@ class _Parser:
 
     def term(self, depth: int) -> Fraction:
         value = self.unary(depth)
-        while self.peek() in ("*", "/"):
-            operator = self.take()
+        while self.peek() in ("*", "/", "("):
+            operator = self.take() if self.peek() != "(" else "*"  # 3(-2), (6)(5): a product
             right = self.unary(depth)
             if operator == "*":
                 value *= right

@@ -3,15 +3,22 @@
 ``l = -1`` (the composition layer, :mod:`botgrpo.reward_server.composition`, weighs it against the
 outcome) on:
 
-* **the first wrong step and everything after it**, with ``error_propagation`` (default, the
-  paper's best variant): once a step is wrong, nothing built on it earns local credit, not even
-  the correct-looking arithmetic that follows;
-* each wrong step alone, without it;
+* **the first step that is not verified right and everything after it**, with
+  ``error_propagation`` (default, the paper's best variant): once a step is wrong, or is
+  arithmetic the check cannot value (``ok=None``: beyond the evaluator's bounds, a division by
+  zero), nothing built on it earns local credit, not even the correct-looking arithmetic that
+  follows;
+* each such step alone, without it;
 * **the whole completion** when no final answer can be found: there is nothing to credit.
 
-Correct and uncheckable steps and the prose around them carry no local signal (``l = 0``):
-they earn exactly the outcome, +1 or -1. A step is "wrong" when the exact check of
-:mod:`.steps` says so; the answer's correctness is the outcome's business, not the local one's.
+Verified steps and the prose around them carry no local signal (``l = 0``): they earn exactly
+the outcome, +1 or -1. An unverified step is blamed like a wrong one so that hiding the working
+never earns more local credit than showing it: a wrong step written where the check cannot value
+it (``2^{2000} - 2^{2000} + 5 = 6``) would otherwise be credited as if it were right. The same
+step written in words, with a relation word or in full-width characters is read as written with
+signs (:func:`.steps.read_line`). What the reader does not recognise as a step at all (number
+words, free prose) carries no local signal: the local signal is not decided there. The answer's
+correctness is the outcome's business, not the local one's.
 
 Registry :data:`LOCAL_SIGNALS`, chosen by the math scorer's ``local`` option:
 
@@ -37,13 +44,15 @@ BLAME = -1.0
 
 
 def step_blame(steps: Iterable[Step], length: int, error_propagation: bool = True) -> list[SpanScore]:
-    """Local spans for a completion of ``length`` characters whose checked ``steps`` are given."""
-    wrong = [step for step in steps if step.ok is False]
-    if not wrong:
+    """Local spans for a completion of ``length`` characters whose checked ``steps`` are given:
+    blame on every step not verified right (``ok`` False or None), from the first one on with
+    ``error_propagation``."""
+    unverified = [step for step in steps if step.ok is not True]
+    if not unverified:
         return []
     if error_propagation:
-        return [SpanScore(wrong[0].start, length, BLAME)]
-    return [SpanScore(step.start, step.end, BLAME) for step in wrong]
+        return [SpanScore(unverified[0].start, length, BLAME)]
+    return [SpanScore(step.start, step.end, BLAME) for step in unverified]
 
 
 def oracle_blame(completion: str, chain: Sequence[str]) -> list[SpanScore]:

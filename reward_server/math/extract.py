@@ -53,7 +53,7 @@ class Extraction:
     text: str
     start: int
     end: int
-    method: str  # "boxed" | "boxes" | "hedge" | "phrase" | "last_number" | "latex"
+    method: str  # "boxed" | "boxes" | "hedge" | "straddling" | "phrase" | "last_number" | "latex"
 
 
 def extract_answer(completion: str, policy: str = "boxed", parts: int = 1) -> Extraction | None:
@@ -70,8 +70,9 @@ def extract_answer(completion: str, policy: str = "boxed", parts: int = 1) -> Ex
                 distinct.append(box)
         if len(distinct) == 1:
             last = boxes[-1]
-            if policy == "latex" and _crosses_math(completion, last):
-                return _region(completion)  # the box straddles math delimiters: read as written
+            if _crosses_math(completion, last):  # the box straddles math delimiters: no one expression
+                return _region(completion) if policy == "latex" else Extraction(last.text, last.start, last.end,
+                                                                                 "straddling")
             return Extraction(last.text, last.start, last.end, "latex") if _is_prose(last.text) else last
         joined = ", ".join(box.text for box in distinct)
         method = "boxes" if len(distinct) == parts else "hedge"
@@ -213,11 +214,47 @@ def _last_phrase(completion: str) -> Extraction | None:
 
 
 def _last_number(completion: str) -> Extraction | None:
+    """The last number of the completion's tail; inside a math span, the whole span (``So $13
+    \\equiv 12$.`` answers ``13 \\equiv 12``, not ``12``): a statement is judged whole."""
     tail_start = max(0, len(completion) - NUMBER_TAIL_CHARS)
     last = _last_match(_NUMBER, completion, tail_start)
     if last is None:
         return None
+    for span in math_spans(completion):
+        if span.content_start <= last.start() and last.end() <= span.content_end:
+            return _trimmed(completion, span.content_start, span.content_end, "last_number")
     return Extraction(last.group(), last.start(), last.end(), "last_number")
+
+
+@dataclass(frozen=True)
+class MathSpan:
+    """A math span ``text[start:end]`` whose content is ``text[content_start:content_end]``."""
+
+    start: int
+    content_start: int
+    content_end: int
+    end: int
+    display: bool  # ``$$...$$`` or ``\\[...\\]``
+
+
+_MATH_DELIMITER = re.compile(r"\$\$|(?<!\\)\$|\\\(|\\\)|\\\[|\\\]")
+_CLOSES = {"$": "$", "\\(": "\\)", "$$": "$$", "\\[": "\\]"}
+
+
+def math_spans(text: str) -> list[MathSpan]:
+    """The math spans of ``text`` (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``); delimiters pair
+    in reading order, a closing one without an opener is skipped. Linear in ``text``."""
+    spans, opened = [], None
+    for match in _MATH_DELIMITER.finditer(text):
+        token = match.group()
+        if opened is None:
+            if token in _CLOSES:
+                opened = match
+        elif token == _CLOSES[opened.group()]:
+            spans.append(MathSpan(opened.start(), opened.end(), match.start(), match.end(),
+                                  opened.group() in ("$$", "\\[")))
+            opened = None
+    return spans
 
 
 def _trimmed(completion: str, start: int, end: int, method: str) -> Extraction | None:

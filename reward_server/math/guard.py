@@ -100,11 +100,11 @@ _SPACING = re.compile(r"\\[,;:! ]|~|\\q?quad(?![a-zA-Z])|\s+")
 _EXP = re.compile(r"\\exp(?![a-zA-Z])\s*")
 
 # commands an exponent (or a factorial / binomial argument) that is not plain arithmetic may use
-_GREEK = frozenset("""
+GREEK = frozenset("""
     alpha beta delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi rho
     varrho sigma tau upsilon phi varphi chi psi omega Delta Theta Lambda Xi Sigma Upsilon Phi Psi Omega
 """.split())
-_HARMLESS = _GREEK | frozenset("""
+_HARMLESS = GREEK | frozenset("""
     pi infty sqrt frac dfrac tfrac cdot times div pm mp circ prime
     sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg
 """.split())
@@ -272,7 +272,7 @@ def _budget_reason(text: str, bound: int, what: str) -> str | None:
     for caret in re.finditer(r"\^", text):
         start, end = _operand_before(text, caret.start(), partners)
         base = text[start:end]
-        if not (len(base) == 1 and base.isalpha()) and base[1:] not in _GREEK:  # x^2, \sigma^2
+        if not (len(base) == 1 and base.isalpha()) and base[1:] not in GREEK:  # x^2, \sigma^2
             return f"{what} holds a power of a number or group"
     digits = sum(len(run) for run in _INTEGER.findall(text))
     if digits > len(str(bound)):

@@ -17,10 +17,10 @@ Result:
   data, not the model, is at fault), which trainers leave out of the loss;
 * ``details``: ``answer``, ``answer_span`` ``[start, end)``, ``method`` (how it was extracted),
   ``reason`` (why the verdict), ``steps`` ``[{start, end, ok, text}]`` (``ok`` ``None`` =
-  uncheckable);
+  unverified: arithmetic the evaluator cannot value);
 * ``local``: the local signal of :mod:`botgrpo.reward_server.math.blame` (option ``local``,
-  registry ``LOCAL_SIGNALS``): ``steps`` (default) -1 from the first wrong step on
-  (``error_propagation``, default) or on each wrong step; ``oracle`` -1 on exactly the first line
+  registry ``LOCAL_SIGNALS``): ``steps`` (default) -1 from the first step not verified right
+  (wrong or unverified) on (``error_propagation``, default) or on each such step; ``oracle`` -1 on exactly the first line
   that differs from ``reference["chain"]`` (the step-chain task); -1 everywhere when no answer
   is found; the composition layer weighs it against the outcome.
 
@@ -43,7 +43,7 @@ from botgrpo.reward_server.composition import RecipeOptions
 from botgrpo.reward_server.math.blame import BLAME, LOCAL_SIGNALS, BlameInput
 from botgrpo.reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
 from botgrpo.reward_server.math.extract import Extraction, extract_answer
-from botgrpo.reward_server.math.statements import context_reason, reference_parts
+from botgrpo.reward_server.math.statements import reading_reason, reference_parts
 from botgrpo.reward_server.math.steps import Step, find_steps
 from botgrpo.sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
 
@@ -148,8 +148,8 @@ def _prejudge(rollout: Rollout, check_steps: bool, extraction: str = "latex", re
             return _Prejudged(reference, answer, Verdict(False, refusal), steps)
         answer = committed
     verdict = quick_verdict(answer.text, reference, answer.method) if answer is not None else None
-    if verdict is not None and answer.method in ("phrase", "last_number"):
-        refusal = context_reason(rollout.completion, answer.start, answer.end)
+    if verdict is not None:
+        refusal = reading_reason(rollout.completion, answer.method, answer.start, answer.end)
         verdict = Verdict(False, f"refused by guard: {refusal}") if refusal else verdict
     return _Prejudged(reference, answer, verdict, steps)
 
