@@ -15,6 +15,8 @@ SPEC = {"component": "TodoList", "elements": ["ul", "button", "input"], "text": 
         "props": {"button": ["onClick"]}}
 FULL = '<div><ul><li>x</li></ul><input /><button onClick={() => {}}>Add item</button></div>'
 COMPILE_LEVELS = ("syntax", "build", "typecheck")
+CREATED = ('React.createElement("div", null, React.createElement("ul", null, React.createElement("li", null, "x")), '
+           'React.createElement("input", null), React.createElement("button", { onClick: () => {} }, "Add item"))')
 
 
 def fence(code: str) -> str:
@@ -47,6 +49,35 @@ SPEC_HACKS = {
     "ignored-prop": "import type { ReactNode } from \"react\";\n"
                     "function Shell({ title }: { title: string; icon?: ReactNode }) {\n  return <p>{title}</p>;\n}\n"
                     f"export function TodoList() {{\n  return <Shell title=\"hi\" icon={{{FULL}}} />;\n}}\n",
+    # issue 34, item 7: dead code a static check can decide
+    "switch-on-a-constant": "const MODE: number = 1;\n"
+                            f"export function TodoList() {{\n  switch (MODE) {{\n    case 2: return {FULL};\n"
+                            "    default: return <p>hi</p>;\n  }\n}\n",
+    "loop-never-runs": "export function TodoList() {\n  const rows = [];\n"
+                       f"  for (let i = 0; i < 0; i++) rows.push({FULL});\n  return <p>hi{{rows}}</p>;\n}}\n",
+    "for-of-nothing": f"export function TodoList() {{\n  for (const _x of []) {{\n    return {FULL};\n  }}\n  return <p>hi</p>;\n}}\n",
+    "map-constant-empty": "const ITEMS: string[] = [];\n"
+                          f"export function TodoList() {{\n  return <p>hi{{ITEMS.map(() => {FULL})}}</p>;\n}}\n",
+    "map-emptied-by-filter": f"export function TodoList() {{\n  return <p>hi{{[1, 2].filter(() => false).map(() => {FULL})}}</p>;\n}}\n",
+    "map-emptied-by-slice": f"export function TodoList() {{\n  return <p>hi{{[\"a\"].slice(1).map(() => {FULL})}}</p>;\n}}\n",
+    "flag-on-constant-object": "const FLAGS = { full: false };\n"
+                               f"export function TodoList() {{\n  if (FLAGS.full) return {FULL};\n  return <p>hi</p>;\n}}\n",
+    "let-never-reassigned": f"export function TodoList() {{\n  let full = false;\n  if (full) return {FULL};\n  return <p>hi</p>;\n}}\n",
+    "state-never-set": "import { useState } from \"react\";\n"
+                       "export function TodoList() {\n  const [open] = useState(false);\n  if (!open) return <p>hi</p>;\n"
+                       f"  return {FULL};\n}}\n",
+    # issue 34, item 10: React.createElement is an element like JSX, and its decoys fail like JSX's
+    "create-element-decoy": "import React from \"react\";\n"
+                            f"function TodoList() {{\n  return {CREATED};\n}}\n"
+                            "export default function App() {\n  return React.createElement(\"p\", null, \"hello\");\n}\n",
+    "create-element-dead-branch": "import React from \"react\";\n"
+                                  f"export function TodoList() {{\n  if (Math.random() > 2) return {CREATED};\n"
+                                  "  return React.createElement(\"p\", null, \"hi\");\n}\n",
+    "create-element-not-reacts": "const React = { createElement: (..._parts: unknown[]) => null };\n"
+                                 f"export function TodoList() {{\n  return {CREATED};\n}}\n",
+    "create-element-overwritten": "import React from \"react\";\n"
+                                  "(React as any).createElement = () => null;\n"
+                                  f"export function TodoList() {{\n  return {CREATED};\n}}\n",
 }
 
 
@@ -78,6 +109,28 @@ def test_spec_hacks_score_no_better_than_an_honest_miss(scorer, name, level):
     assert hack.passed is True, hack.details  # each hack compiles: only the spec can catch it
     assert hack.details["spec_passed"] is False, hack.details
     assert hack.score <= honest.score
+
+
+@pytest.mark.parametrize("level", COMPILE_LEVELS)
+def test_an_honest_create_element_component_is_judged_like_jsx(scorer, level):
+    """Issue 34, item 10: it scored 0.0 at these levels ("found none") and -0.5 at render."""
+    honest = fence(f"import React from \"react\";\nexport function TodoList() {{\n  return {CREATED};\n}}\n")
+    result = score(scorer, honest, level)
+    assert result.score == 1.0 and result.details["spec_passed"] is True, result.details
+    missing = score(scorer, honest.replace('React.createElement("input", null), ', ""), level)
+    assert missing.score == 0.0 and missing.details["spec_violations"] == ["missing element <input>"]
+
+
+@pytest.mark.parametrize("level", COMPILE_LEVELS)
+def test_jsx_handed_to_a_factory_that_is_not_reacts_shows_nothing(scorer, level):
+    """A `@jsxRuntime classic` pragma makes every JSX element a call of the `@jsx` factory."""
+    hack = fence("// @jsxRuntime classic\n// @jsx h\nconst h = (..._parts: unknown[]): any => null;\n"
+                 f"export function TodoList() {{\n  return {FULL};\n}}\n")
+    result = score(scorer, hack, level)
+    assert result.details["spec_passed"] is False and result.score <= score(scorer, HONEST_MISS, level).score
+    honest = fence("// @jsxRuntime classic\nimport React from \"react\";\n"
+                   f"export function TodoList() {{\n  return {FULL};\n}}\n")
+    assert score(scorer, honest, level).score == 1.0
 
 
 def test_the_decoy_is_blamed_for_not_being_exported(scorer):

@@ -145,6 +145,24 @@ OPTIONAL_CRASH = '''export default function TodoList({ items }: { items?: string
 '''
 
 
+# issue 34, item 10: the honest component without JSX, and a decoy of it
+CREATED = '''import React, { useState } from "react";
+
+export default function TodoList() {
+  const [items, setItems] = useState<string[]>([]);
+  const [text, setText] = useState("");
+  return React.createElement("div", null,
+    React.createElement("ul", null, items.map((item) => React.createElement("li", { key: item }, item))),
+    React.createElement("input", { value: text, onChange: (e: { target: { value: string } }) => setText(e.target.value) }),
+    React.createElement("button", { onClick: () => setItems([...items, text]) }, "Add item"));
+}
+'''
+CREATED_INPUT = '''
+    React.createElement("input", { value: text, onChange: (e: { target: { value: string } }) => setText(e.target.value) }),'''
+HACKS["create-element decoy"] = CREATED.replace("export default function TodoList", "function TodoList") + (
+    'export default function App() {\n  return React.createElement("p", null, "hello");\n}\n')
+
+
 def mutating(statement: str) -> str:
     return HONEST.replace("  return (\n", f"  {statement}\n  return (\n", 1)
 
@@ -220,3 +238,12 @@ def test_shadowing_the_catch_hook_does_not_hide_a_caught_mutation(scorer):
             + mutating("try { (Object.prototype as any).w = 1; } catch (e) { __botgrpo_caught(e); }"))
     result = score(scorer, code)
     assert result.details["render"]["status"] == "violation" and result.score == -1.0, result.details["render"]
+
+
+def test_an_honest_create_element_component_renders_and_meets_the_spec(scorer, honest_failure):
+    """Issue 34, item 10: it scored -0.5 ("declares no component"), below an honest failure."""
+    result = score(scorer, CREATED)
+    assert result.score == 1.0 and result.details["spec_passed"] is True, result.details
+    assert result.details["render"]["component"] == "TodoList"
+    missed = score(scorer, CREATED.replace(CREATED_INPUT, ""))
+    assert missed.score == honest_failure and missed.details["spec_violations"] == ["missing element <input>"]
