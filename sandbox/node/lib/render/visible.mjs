@@ -1,0 +1,330 @@
+// What of a server render a user would see: one linear scan of React's markup (attributes
+// double-quoted and escaped, void elements self-closed) that computes every element's style
+// (lib/render/visibility.mjs) from the cascade of what the markup itself carries, and reports
+// each element and text run with two verdicts: `strict` (surely shown: what the spec may
+// credit) and `lenient` (not surely hidden: what the empty-render check counts).
+//
+// The cascade: the browser's own rules that hide (`[hidden]`, a `<dialog>` without `open`, a
+// `[popover]`), presentational attributes (SVG's display / visibility / opacity / font-size /
+// fill / transform, width and height of replaced elements, <font color size>, bgcolor), the
+// rules of every <style> element in the markup (they apply to the whole page, wherever they
+// sit: lib/render/css.mjs, matched by lib/render/selectors.mjs against the page's elements
+// under a synthetic <html><body>), the keyframes of an element's animation (uncertain: the
+// animation may have run), and the `style` attribute, ranked as CSS ranks them (!important,
+// origin, specificity, order). A rule whose selector or condition the markup does not settle
+// is applied and not applied: content counts as surely shown only if it shows both ways.
+// Beyond CSS: <script>, <style>, <template>, <noscript>, <title>, <datalist>, ... and
+// <input type="hidden"> show nothing; a closed <details> shows its first <summary> only;
+// <canvas>, <video>, <audio> and <iframe> do not show their fallback content; `aria-hidden`
+// and `inert` content is not surely shown (it is drawn, but not there for every user).
+import { decodeEntities } from "./entities.mjs";
+import { longhands, parseDeclarations, parseStylesheet } from "./css.mjs";
+import { Matcher, compare, parseSelectorList, stylesText } from "./selectors.mjs";
+import { ROOT, boxShown, enter, textShown } from "./visibility.mjs";
+
+export const VOID = new Set(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+  "track", "wbr"]);
+const RAW_TEXT = new Set(["script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"]);
+const INVISIBLE = new Set(["script", "style", "template", "noscript", "title", "head", "link", "meta", "base", "datalist",
+  "noembed", "noframes", "param"]);
+const FALLBACK = new Set(["canvas", "video", "audio", "iframe"]);
+const REPLACED_SIZE = new Set(["img", "video", "canvas", "iframe", "embed", "object", "svg"]);
+const SVG_ATTRIBUTES = new Map([["display", "display"], ["visibility", "visibility"], ["opacity", "opacity"],
+  ["font-size", "font-size"], ["fill", "-webkit-text-fill-color"], ["transform", "transform"]]);
+const FONT_SIZES = [10, 10, 13, 16, 18, 24, 32, 48];
+const TEXT_PROPERTIES = new Set(["font-size", "color", "-webkit-text-fill-color", "text-shadow", "letter-spacing",
+  "text-indent", "visibility", "opacity"]);
+export const MAX_RULES = 2000;  // past these, a style sheet's rules apply to everything, uncertainly
+export const MAX_STYLE_CHARS = 16_384;  // a longer `style` attribute is read this far, and its element is not surely shown
+
+const ORIGIN = { agent: 0, attribute: 1, author: 2, animation: 3, inline: 4 };
+
+/** The attributes of a start tag's inside (after its name): Map name -> decoded value. */
+export function attributesOf(text) {
+  const out = new Map();
+  for (const match of text.matchAll(/\s([^\s=/>"]+)(?:="([^"]*)")?/g)) {
+    const name = match[1].toLowerCase();
+    if (!out.has(name)) out.set(name, decodeEntities(match[2] ?? ""));
+  }
+  return out;
+}
+
+const closers = new Map();
+
+/** The index of the first `</name` at or after `from`, any case, or -1. */
+function closingTag(raw, name, from) {
+  if (!closers.has(name)) closers.set(name, new RegExp(`</${name}(?=[\\s/>]|$)`, "ig"));
+  const pattern = closers.get(name);
+  pattern.lastIndex = from;
+  return pattern.exec(raw)?.index ?? -1;
+}
+
+/** The CSS text of every <style> element of the markup, in order. */
+function styleSheets(raw) {
+  const out = [];
+  const open = /<style\b[^>]*>/gi;
+  let match;
+  while ((match = open.exec(raw)) !== null) {
+    const start = match.index + match[0].length;
+    const end = closingTag(raw, "style", start);
+    out.push(raw.slice(start, end < 0 ? raw.length : end));
+    open.lastIndex = end < 0 ? raw.length : end;
+  }
+  return out;
+}
+
+/** Declarations as the cascade ranks them: each longhand with its origin, specificity and order. */
+function ranked(declarations, origin, specificity, order) {
+  const out = [];
+  for (const d of declarations) {
+    for (const [property, value] of longhands(d.property, d.value)) out.push({ property, value, important: d.important, origin, specificity, order });
+  }
+  return out;
+}
+
+/** The rules of all <style> elements, indexed by the key of their subject compound. A sheet of
+ * more than MAX_RULES rules, or one whose matching spends the matcher's budget, decides
+ * nothing: its rules stop applying and nothing is surely shown (`exhausted`). */
+class Sheet {
+  constructor(raw) {
+    this.matcher = new Matcher();
+    this.keyframes = new Map();
+    this.byKey = new Map();
+    const rules = [];
+    for (const css of styleSheets(raw)) {
+      const sheet = parseStylesheet(css);
+      rules.push(...sheet.rules);
+      for (const [name, frames] of sheet.keyframes) this.keyframes.set(name, ranked(frames, ORIGIN.animation, [0, 0, 0], 0));
+    }
+    if (rules.length > MAX_RULES) {
+      this.matcher.spend(Infinity);
+      return;
+    }
+    rules.forEach((rule, order) => {
+      for (const complex of parseSelectorList(rule.selector) ?? [null]) {
+        const pseudo = complex?.pseudoElement ?? null;
+        if (pseudo && !stylesText(pseudo)) continue;  // ::before, ::after, ...: never the element's own content
+        const own = pseudo ? rule.declarations.filter((d) => TEXT_PROPERTIES.has(d.property)) : rule.declarations;
+        const entry = { complex, certain: rule.certain, order,
+                        declarations: ranked(own, ORIGIN.author, complex?.specificity ?? [0, 0, 0], order) };
+        const key = complex ? keyOf(complex.compounds[complex.compounds.length - 1]) : "*";
+        if (!this.byKey.has(key)) this.byKey.set(key, []);
+        this.byKey.get(key).push(entry);
+      }
+    });
+  }
+
+  get exhausted() {
+    return this.matcher.exhausted;
+  }
+
+  /** The rules that may apply to `element`, in source order ([] once the budget is spent);
+   * each costs the budget its declarations. */
+  candidates(element) {
+    if (this.matcher.exhausted) return [];
+    const keys = new Set(["*", element.tag, ...[...element.classes].map((c) => `.${c}`)]);
+    if (element.attributes.has("id")) keys.add(`#${element.attributes.get("id")}`);
+    const out = [];
+    for (const key of keys) for (const entry of this.byKey.get(key) ?? []) out.push(entry);
+    this.matcher.spend(out.reduce((n, entry) => n + 1 + entry.declarations.length, 0));
+    return this.matcher.exhausted ? [] : out.sort((a, b) => a.order - b.order);
+  }
+}
+
+function keyOf(compound) {
+  if (compound.ids.length > 0) return `#${compound.ids[0]}`;
+  if (compound.classes.length > 0) return `.${compound.classes[0]}`;
+  return compound.tag ?? "*";
+}
+
+/** The declarations the browser itself or the element's attributes contribute (ranked). */
+function intrinsic(element, inSvg) {
+  const out = [];
+  const a = element.attributes;
+  const add = (property, value, origin) => out.push({ property, value, important: false, origin, specificity: [0, 0, 0], order: -1 });
+  if (a.has("hidden")) {
+    if (a.get("hidden").trim().toLowerCase() === "until-found") add("content-visibility", "hidden", ORIGIN.agent);
+    else add("display", "none", ORIGIN.agent);
+  }
+  if (element.tag === "dialog" && !a.has("open")) add("display", "none", ORIGIN.agent);
+  if (a.has("popover")) add("display", "none", ORIGIN.agent);
+  if (inSvg) {
+    for (const [name, property] of SVG_ATTRIBUTES) {
+      if (!a.has(name)) continue;
+      const value = a.get(name);
+      add(property, name === "fill" && value.trim().toLowerCase() === "none" ? "transparent" : value, ORIGIN.attribute);
+    }
+  }
+  if (REPLACED_SIZE.has(element.tag) || (element.tag === "input" && (a.get("type") ?? "").toLowerCase() === "image")) {
+    for (const name of ["width", "height"]) if (a.has(name)) add(name, /^\s*[\d.]+\s*$/.test(a.get(name)) ? `${a.get(name).trim()}px` : a.get(name), ORIGIN.attribute);
+  }
+  if (element.tag === "font") {
+    if (a.has("color")) add("color", a.get("color"), ORIGIN.attribute);
+    const size = Number.parseInt(a.get("size") ?? "", 10);
+    if (Number.isFinite(size)) add("font-size", `${FONT_SIZES[Math.min(7, Math.max(1, size))]}px`, ORIGIN.attribute);
+  }
+  if (a.has("bgcolor")) add("background-color", a.get("bgcolor"), ORIGIN.attribute);
+  return out;
+}
+
+/** Rank two declarations of one property as CSS does: positive when `a` wins. */
+function rank(a, b) {
+  return (a.important - b.important) || (a.important ? b.origin - a.origin : a.origin - b.origin)
+    || compare(a.specificity, b.specificity) || a.order - b.order;
+}
+
+/** The winners of the cascade over ranked longhand declarations: Map property -> value. */
+function cascade(...lists) {
+  const best = new Map();
+  for (const list of lists) {
+    for (const d of list) {
+      const current = best.get(d.property);
+      if (!current || rank(d, current) >= 0) best.set(d.property, d);
+    }
+  }
+  const out = new Map();
+  for (const [property, d] of best) out.set(property, d.value);
+  return out;
+}
+
+/**
+ * Scan `raw` markup: `onOpen(tag, attributes, shown)` for each start tag (shown: {box: {strict,
+ * lenient}, text: {strict, lenient}}; the `marker` attribute left out of `attributes`),
+ * `onClose()` at each end of an element, `onText(raw, shown)` for each run of character data
+ * between tags (raw, entities not decoded), `onComment()` for React's `<!-- -->` separators.
+ */
+export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = () => {}, onText = () => {}, onComment = () => {} } = {}) {
+  const sheet = new Sheet(raw);
+  const make = (tag, attributes, parent) => {
+    const prev = parent?.lastChild ?? null;
+    const sameTag = parent?.tagCounts ?? new Map();
+    sameTag.set(tag, (sameTag.get(tag) ?? 0) + 1);
+    const element = {
+      tag, attributes, parent, prev, index: (prev?.index ?? 0) + 1, typeIndex: sameTag.get(tag), memo: new Map(),
+      lastChild: null, tagCounts: new Map(), classes: new Set((attributes.get("class") ?? "").split(/\s+/).filter(Boolean)),
+    };
+    if (parent) parent.lastChild = element;
+    return element;
+  };
+  let top = null;
+  for (const tag of ["html", "body"]) {
+    const element = make(tag, new Map(), top);
+    element.states = statesOf(element, top?.states ?? null, sheet, false);
+    element.flags = { hard: false, soft: false, fallback: false, inSvg: false, closedDetails: false, summarySeen: false };
+    top = element;
+  }
+  const stack = [];  // open elements
+  const current = () => stack[stack.length - 1] ?? top;
+  const verdict = (element, forText) => {
+    const [certain, uncertain] = element.states;
+    const f = element.flags;
+    const check = forText ? textShown : boxShown;
+    const lenient = !f.hard && check(certain, false);
+    // a style sheet too costly to match in full decides nothing: nothing is surely shown
+    const strict = lenient && !f.soft && !sheet.exhausted && check(certain, true) && check(uncertain, true);
+    return { strict, lenient };
+  };
+  const textVerdict = () => {
+    const element = current();
+    if (element.flags.closedDetails || element.flags.fallback) return { strict: false, lenient: false };
+    return verdict(element, true);
+  };
+  let i = 0;
+  while (i < raw.length) {
+    const lt = raw.indexOf("<", i);
+    if (lt < 0) { onText(raw.slice(i), textVerdict()); break; }
+    if (lt > i) onText(raw.slice(i, lt), textVerdict());
+    if (raw.startsWith("<!--", lt)) {
+      const end = raw.indexOf("-->", lt + 4);
+      i = end < 0 ? raw.length : end + 3;
+      onComment();
+      continue;
+    }
+    const gt = raw.indexOf(">", lt);
+    if (gt < 0) { onText(raw.slice(lt), textVerdict()); break; }
+    const inner = raw.slice(lt + 1, gt);
+    i = gt + 1;
+    if (inner.startsWith("/")) {
+      const name = inner.slice(1).trim().toLowerCase();
+      let k = stack.length - 1;
+      while (k >= 0 && stack[k].tag !== name) k--;
+      if (k >= 0) {
+        for (let m = stack.length - 1; m >= k; m--) onClose();
+        stack.length = k;
+      }
+      continue;
+    }
+    if (inner.startsWith("!") || inner.startsWith("?")) continue;
+    const match = /^([A-Za-z][\w:.-]*)/.exec(inner);
+    if (!match) { onText(`<${inner}>`, textVerdict()); continue; }
+    const tag = match[1].toLowerCase();
+    const parent = current();
+    const all = attributesOf(inner.slice(match[1].length));
+    const attributes = new Map(all);
+    if (marker !== null) attributes.delete(marker);
+    const element = make(tag, attributes, parent);
+    element.flags = flagsOf(element, parent);
+    element.states = statesOf(element, parent.states, sheet, element.flags.inSvg);
+    onOpen(tag, all, { box: verdict(element, false), text: verdict(element, true) });
+    const selfClosing = VOID.has(tag) || inner.trimEnd().endsWith("/");
+    if (selfClosing) { onClose(); continue; }
+    if (RAW_TEXT.has(tag)) {
+      const end = closingTag(raw, tag, i);
+      const stop = end < 0 ? raw.length : end;
+      if (tag === "textarea") { stack.push(element); onText(raw.slice(i, stop), textVerdict()); stack.pop(); }
+      const close = end < 0 ? raw.length : raw.indexOf(">", end);
+      i = close < 0 ? raw.length : close + 1;
+      onClose();
+      continue;
+    }
+    stack.push(element);
+  }
+  for (let m = stack.length - 1; m >= 0; m--) onClose();
+}
+
+/** What hides an element beyond CSS: `hard` (not shown), `soft` (not surely shown). */
+function flagsOf(element, parent) {
+  const a = element.attributes;
+  const p = parent.flags;
+  const firstSummary = p.closedDetails && element.tag === "summary" && !p.summarySeen;
+  if (firstSummary) p.summarySeen = true;
+  const hard = p.hard || p.fallback || (p.closedDetails && !firstSummary) || INVISIBLE.has(element.tag)
+    || (element.tag === "input" && (a.get("type") ?? "").trim().toLowerCase() === "hidden");
+  return {
+    hard,
+    soft: p.soft || (a.get("aria-hidden") ?? "").trim().toLowerCase() === "true" || a.has("inert")
+      || (a.get("style") ?? "").length > MAX_STYLE_CHARS,
+    fallback: FALLBACK.has(element.tag),
+    inSvg: element.tag === "svg" || (p.inSvg && element.tag !== "foreignobject"),
+    closedDetails: element.tag === "details" && !a.has("open"),
+    summarySeen: false,
+  };
+}
+
+/** [certain, with-uncertain] states of `element` from its parent's. */
+function statesOf(element, parentStates, sheet, inSvg) {
+  const sure = intrinsic(element, inSvg);
+  const unsure = [];
+  for (const entry of sheet.candidates(element)) {
+    const m = entry.complex === null ? null : sheet.matcher.match(entry.complex, element);
+    if (m === false) continue;
+    (m === true && entry.certain ? sure : unsure).push(...entry.declarations);
+  }
+  const style = element.attributes.get("style");
+  if (style !== undefined) sure.push(...ranked(parseDeclarations(style.slice(0, MAX_STYLE_CHARS)), ORIGIN.inline, [0, 0, 0], 0));
+  for (const name of animationNames(sure, unsure)) unsure.push(...(sheet.keyframes.get(name) ?? []));
+  const [certainParent, uncertainParent] = parentStates ?? [ROOT, ROOT];
+  const certain = enter(certainParent, cascade(sure), element);
+  if (unsure.length === 0 && certainParent === uncertainParent) return [certain, certain];  // one way only
+  return [certain, enter(uncertainParent, cascade(sure, unsure), element)];
+}
+
+/** The keyframes names an element's `animation` / `animation-name` declarations may use. */
+function animationNames(...lists) {
+  const names = new Set();
+  for (const d of lists.flat()) {
+    if (d.property !== "animation" && d.property !== "animation-name") continue;
+    for (const part of d.value.split(/[\s,]+/)) if (part) names.add(part.replace(/^["']|["']$/g, ""));
+  }
+  return names;
+}
