@@ -121,16 +121,30 @@ def test_an_honest_create_element_component_is_judged_like_jsx(scorer, level):
     assert missing.score == 0.0 and missing.details["spec_violations"] == ["missing element <input>"]
 
 
+PRAGMA_HACKS = {
+    "factory": "// @jsxRuntime classic\n// @jsx h\nconst h = (..._parts: unknown[]): any => null;\n"
+               f"export function TodoList() {{\n  return {FULL};\n}}\n",
+    "fragment factory": "// @jsxRuntime classic\n// @jsxFrag Gone\nimport React from \"react\";\n"
+                        "const Gone = (_props: { children?: React.ReactNode }): any => null;\n"
+                        f"export function TodoList() {{\n  return <>{FULL}</>;\n}}\n",
+}
+PRAGMA_HONEST = {
+    "default factory": f"// @jsxRuntime classic\nimport React from \"react\";\nexport function TodoList() {{\n  return <>{FULL}</>;\n}}\n",
+    "react's factory by name": "// @jsxRuntime classic\n/** @jsx h */\nimport { createElement as h } from \"react\";\n"
+                               f"export function TodoList() {{\n  return {FULL};\n}}\n",
+}
+
+
 @pytest.mark.parametrize("level", COMPILE_LEVELS)
 def test_jsx_handed_to_a_factory_that_is_not_reacts_shows_nothing(scorer, level):
-    """A `@jsxRuntime classic` pragma makes every JSX element a call of the `@jsx` factory."""
-    hack = fence("// @jsxRuntime classic\n// @jsx h\nconst h = (..._parts: unknown[]): any => null;\n"
-                 f"export function TodoList() {{\n  return {FULL};\n}}\n")
-    result = score(scorer, hack, level)
-    assert result.details["spec_passed"] is False and result.score <= score(scorer, HONEST_MISS, level).score
-    honest = fence("// @jsxRuntime classic\nimport React from \"react\";\n"
-                   f"export function TodoList() {{\n  return {FULL};\n}}\n")
-    assert score(scorer, honest, level).score == 1.0
+    """A `@jsxRuntime classic` pragma makes every JSX element a call of the `@jsx` factory and
+    every fragment one of `@jsxFrag`: JSX counts only when they are React's."""
+    miss = score(scorer, HONEST_MISS, level).score
+    for name, code in PRAGMA_HACKS.items():
+        result = score(scorer, fence(code), level)
+        assert result.details["spec_passed"] is False and result.score <= miss, (name, result.details)
+    for name, code in PRAGMA_HONEST.items():
+        assert score(scorer, fence(code), level).score == 1.0, name
 
 
 def test_the_decoy_is_blamed_for_not_being_exported(scorer):

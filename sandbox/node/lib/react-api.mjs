@@ -7,9 +7,9 @@
 // ...)`, `const R = React`), nothing in the file is taken for React's API.
 //
 // Also the JSX pragmas: with `@jsxRuntime classic` in a comment, esbuild compiles JSX to calls
-// of the `@jsx` factory (default `React.createElement`) looked up where the JSX is, so JSX shows
-// what React shows only if that factory is React's createElement and no declaration in the file
-// shadows its name (`jsxIsReact`).
+// of the `@jsx` factory (default `React.createElement`) and fragments to the `@jsxFrag` one
+// (default `React.Fragment`), looked up where the JSX is, so JSX shows what React shows only if
+// those are React's and no declaration in the file shadows their names (`jsxIsReact`).
 import ts from "typescript";
 import { bindingOf, innerOf, isWriteTarget, outerOf, scopesOf } from "./scope.mjs";
 
@@ -70,6 +70,28 @@ export function isCreateElement(node) {
 
 const jsxAnswers = new WeakMap();
 
+function hasFragment(sf) {
+  const stack = [sf];
+  while (stack.length > 0) {
+    const n = stack.pop();
+    if (ts.isJsxFragment(n)) return true;
+    ts.forEachChild(n, (c) => { stack.push(c); });
+  }
+  return false;
+}
+
+/** Whether the dotted `name` a pragma gives (`React.createElement`, `h`) is React's `member`,
+ * resolved as at every JSX site: the file declares its root name once, as a "react" import. */
+function isReacts(sf, name, member) {
+  if (name === null) return false;
+  const [root, property, ...rest] = name.split(".");
+  const declared = scopesOf(sf).bindings.filter((b) => b.name === root);
+  const from = declared.length === 1 ? declared[0].imported : null;
+  if (!from || from.module !== REACT || rest.length > 0 || !reactUntouched(sf)) return false;
+  return property === undefined ? from.imported === member
+    : property === member && (from.imported === "default" || from.imported === "*");
+}
+
 /** Whether the JSX of `sf` is compiled to React's elements (module comment). The pragmas are
  * matched in the raw text, a superset of the comments esbuild reads them from; a file naming
  * two factories is not React's. */
@@ -77,14 +99,12 @@ export function jsxIsReact(sf) {
   if (jsxAnswers.has(sf)) return jsxAnswers.get(sf);
   let answer = true;
   if (/@jsxRuntime\s+classic/.test(sf.text)) {
-    const factories = new Set([...sf.text.matchAll(/@jsx\s+([^\s*]+)/g)].map((m) => m[1]));
-    const [name = "React.createElement"] = factories;
-    const [root, member, ...rest] = name.split(".");
-    const declared = scopesOf(sf).bindings.filter((b) => b.name === root);
-    const from = declared.length === 1 ? declared[0].imported : null;
-    answer = factories.size <= 1 && rest.length === 0 && Boolean(from && from.module === REACT) && reactUntouched(sf)
-      && (member === undefined ? from.imported === "createElement"
-        : member === "createElement" && (from.imported === "default" || from.imported === "*"));
+    const named = (pragma, fallback) => {
+      const names = new Set([...sf.text.matchAll(new RegExp(`@${pragma}\\s+([^\\s*]+)`, "g"))].map((m) => m[1]));
+      return names.size > 1 ? null : [...names][0] ?? fallback;
+    };
+    answer = isReacts(sf, named("jsx", "React.createElement"), "createElement")
+      && (!hasFragment(sf) || isReacts(sf, named("jsxFrag", "React.Fragment"), "Fragment"));
   }
   jsxAnswers.set(sf, answer);
   return answer;
