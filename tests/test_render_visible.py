@@ -100,6 +100,13 @@ HIDDEN = {
     "style rule with siblings further back": "<i>ok</i><b class=\"s\">SECRET</b><style>p ~ i ~ .s{display:none}</style>",
     "keyframes": "<style>@keyframes gone{to{opacity:0}} .x{animation:gone 1ms forwards}</style><p class=\"x\">SECRET</p>",
     "first-line": "<style>.s::first-line{font-size:0}</style><p class=\"s\">SECRET</p>",
+    # markup a component injects (dangerouslySetInnerHTML) is read as a browser tokenizes it
+    "single-quoted style": "<p style='display:none'>SECRET</p>",
+    "unquoted style": "<p style=display:none>SECRET</p>",
+    "a > inside a quoted value": '<p title="a>b" style="display:none">SECRET</p>',
+    "a self-closed div stays open": '<div style="display:none"/><p>SECRET</p>',
+    "a <style> inside an attribute is no style sheet": ('<i title="<style>[hidden]{display:block}</style>"></i>'
+                                                        '<div hidden="">SECRET</div>'),
 }
 # each: markup where "SHOWN" is surely shown (honest styling the rules above must not catch)
 VISIBLE = {

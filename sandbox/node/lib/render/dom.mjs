@@ -58,7 +58,7 @@ export function readDom(raw, nonce) {
     if (texts.length < MAX_TEXTS) texts.push(text.slice(0, MAX_TEXT_CHARS));
     if (all.length < MAX_ALL_TEXT) all = `${all}${all ? " " : ""}${text}`.slice(0, MAX_ALL_TEXT);
   };
-  scanVisible(raw, {
+  const { exhausted } = scanVisible(raw, {
     marker,
     onText(text, shown) {
       if (shown.lenient) stats.addText(text);
@@ -83,5 +83,8 @@ export function readDom(raw, nonce) {
   });
   endRun();
   if (all && texts.length > 1) texts.push(all);
-  return { html: stripPattern ? raw.replace(stripPattern, "") : raw, elements: [...elements.values()], texts, stats: stats.result() };
+  const html = stripPattern ? raw.replace(stripPattern, "") : raw;
+  // a style sheet too costly to match in full decides nothing: nothing is surely shown
+  if (exhausted) return { html, elements: [], texts: [], stats: stats.result() };
+  return { html, elements: [...elements.values()], texts, stats: stats.result() };
 }

@@ -39,14 +39,48 @@ export const MAX_STYLE_CHARS = 16_384;  // a longer `style` attribute is read th
 
 const ORIGIN = { agent: 0, attribute: 1, author: 2, animation: 3, inline: 4 };
 
-/** The attributes of a start tag's inside (after its name): Map name -> decoded value. */
-export function attributesOf(text) {
-  const out = new Map();
-  for (const match of text.matchAll(/\s([^\s=/>"]+)(?:="([^"]*)")?/g)) {
-    const name = match[1].toLowerCase();
-    if (!out.has(name)) out.set(name, decodeEntities(match[2] ?? ""));
+/**
+ * The start tag whose name begins at `at` (just after its "<"), read as the HTML tokenizer reads
+ * it: attributes double-, single- or un-quoted (markup a component injects is not React's), a
+ * ">" inside a quoted value not ending the tag. {name, attributes: Map name -> decoded value
+ * (the first of a name wins), selfClosing, end (the index after its ">", or raw.length)}.
+ */
+export function readStartTag(raw, at) {
+  const nameMatch = /^[A-Za-z][^\s/>]*/.exec(raw.slice(at, at + 256));
+  let i = at + (nameMatch ? nameMatch[0].length : 0);
+  const attributes = new Map();
+  let selfClosing = false;
+  const space = (c) => c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f";
+  while (i < raw.length) {
+    const c = raw[i];
+    if (c === ">") return { name: nameMatch?.[0] ?? "", attributes, selfClosing, end: i + 1 };
+    if (space(c)) { i++; continue; }
+    if (c === "/") { selfClosing = raw[i + 1] === ">"; i++; continue; }
+    let j = i + 1;  // an attribute name: up to whitespace, "/", ">" or "=" (a first "=" is part of it)
+    while (j < raw.length && !space(raw[j]) && raw[j] !== "/" && raw[j] !== ">" && raw[j] !== "=") j++;
+    const name = raw.slice(i, j).toLowerCase();
+    let k = j;
+    while (k < raw.length && space(raw[k])) k++;
+    let value = "";
+    if (raw[k] === "=") {
+      k++;
+      while (k < raw.length && space(raw[k])) k++;
+      const quote = raw[k];
+      if (quote === '"' || quote === "'") {
+        const close = raw.indexOf(quote, k + 1);
+        value = raw.slice(k + 1, close < 0 ? raw.length : close);
+        j = close < 0 ? raw.length : close + 1;
+      } else {
+        let e = k;
+        while (e < raw.length && !space(raw[e]) && raw[e] !== ">") e++;
+        value = raw.slice(k, e);
+        j = e;
+      }
+    }
+    if (!attributes.has(name)) attributes.set(name, decodeEntities(value));
+    i = j;
   }
-  return out;
+  return { name: nameMatch?.[0] ?? "", attributes, selfClosing, end: raw.length };
 }
 
 const closers = new Map();
@@ -59,16 +93,55 @@ function closingTag(raw, name, from) {
   return pattern.exec(raw)?.index ?? -1;
 }
 
-/** The CSS text of every <style> element of the markup, in order. */
-function styleSheets(raw) {
+/**
+ * The tokens of `raw`, in order: {type: "open", name, attributes, selfClosing}, {type: "close",
+ * name}, {type: "text", text} (raw: entities not decoded), {type: "comment"}; the content of a
+ * raw-text element (<style>, <script>, <textarea>, ...) is one {type: "raw", text} right after
+ * its "open", then its "close".
+ */
+export function tokenize(raw) {
+  const tokens = [];
+  let i = 0;
+  while (i < raw.length) {
+    const lt = raw.indexOf("<", i);
+    if (lt < 0) { tokens.push({ type: "text", text: raw.slice(i) }); break; }
+    if (lt > i) tokens.push({ type: "text", text: raw.slice(i, lt) });
+    if (raw.startsWith("<!--", lt)) {
+      const end = raw.indexOf("-->", lt + 4);
+      i = end < 0 ? raw.length : end + 3;
+      tokens.push({ type: "comment" });
+    } else if (raw[lt + 1] === "/" && /[A-Za-z]/.test(raw[lt + 2] ?? "")) {
+      const gt = raw.indexOf(">", lt);
+      i = gt < 0 ? raw.length : gt + 1;
+      tokens.push({ type: "close", name: raw.slice(lt + 2, gt < 0 ? raw.length : gt).trim().toLowerCase() });
+    } else if (raw[lt + 1] === "!" || raw[lt + 1] === "?" || raw[lt + 1] === "/") {  // doctype, bogus comment
+      const gt = raw.indexOf(">", lt);
+      i = gt < 0 ? raw.length : gt + 1;
+    } else if (/[A-Za-z]/.test(raw[lt + 1] ?? "")) {
+      const start = readStartTag(raw, lt + 1);
+      const name = start.name.toLowerCase();
+      tokens.push({ type: "open", name, attributes: start.attributes, selfClosing: start.selfClosing });
+      i = start.end;
+      if (RAW_TEXT.has(name)) {
+        const end = closingTag(raw, name, i);
+        tokens.push({ type: "raw", text: raw.slice(i, end < 0 ? raw.length : end) });
+        const gt = end < 0 ? -1 : raw.indexOf(">", end);
+        i = gt < 0 ? raw.length : gt + 1;
+        tokens.push({ type: "close", name });
+      }
+    } else {
+      tokens.push({ type: "text", text: "<" });
+      i = lt + 1;
+    }
+  }
+  return tokens;
+}
+
+/** The CSS text of every <style> element, in order. */
+function styleSheets(tokens) {
   const out = [];
-  const open = /<style\b[^>]*>/gi;
-  let match;
-  while ((match = open.exec(raw)) !== null) {
-    const start = match.index + match[0].length;
-    const end = closingTag(raw, "style", start);
-    out.push(raw.slice(start, end < 0 ? raw.length : end));
-    open.lastIndex = end < 0 ? raw.length : end;
+  for (let k = 1; k < tokens.length; k++) {
+    if (tokens[k].type === "raw" && tokens[k - 1].name === "style") out.push(tokens[k].text);
   }
   return out;
 }
@@ -86,12 +159,12 @@ function ranked(declarations, origin, specificity, order) {
  * more than MAX_RULES rules, or one whose matching spends the matcher's budget, decides
  * nothing: its rules stop applying and nothing is surely shown (`exhausted`). */
 class Sheet {
-  constructor(raw) {
+  constructor(tokens) {
     this.matcher = new Matcher();
     this.keyframes = new Map();
     this.byKey = new Map();
     const rules = [];
-    for (const css of styleSheets(raw)) {
+    for (const css of styleSheets(tokens)) {
       const sheet = parseStylesheet(css);
       rules.push(...sheet.rules);
       for (const [name, frames] of sheet.keyframes) this.keyframes.set(name, ranked(frames, ORIGIN.animation, [0, 0, 0], 0));
@@ -189,12 +262,15 @@ function cascade(...lists) {
 
 /**
  * Scan `raw` markup: `onOpen(tag, attributes, shown)` for each start tag (shown: {box: {strict,
- * lenient}, text: {strict, lenient}}; the `marker` attribute left out of `attributes`),
+ * lenient}, text: {strict, lenient}}; `attributes` as written, the `marker` attribute included),
  * `onClose()` at each end of an element, `onText(raw, shown)` for each run of character data
  * between tags (raw, entities not decoded), `onComment()` for React's `<!-- -->` separators.
+ * Returns {exhausted}: true when the style sheet was too costly to match in full (nothing is
+ * surely shown then, whatever the verdicts said before the budget ran out).
  */
 export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = () => {}, onText = () => {}, onComment = () => {} } = {}) {
-  const sheet = new Sheet(raw);
+  const tokens = tokenize(raw);
+  const sheet = new Sheet(tokens);
   const make = (tag, attributes, parent) => {
     const prev = parent?.lastChild ?? null;
     const sameTag = parent?.tagCounts ?? new Map();
@@ -220,7 +296,6 @@ export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = (
     const f = element.flags;
     const check = forText ? textShown : boxShown;
     const lenient = !f.hard && check(certain, false);
-    // a style sheet too costly to match in full decides nothing: nothing is surely shown
     const strict = lenient && !f.soft && !sheet.exhausted && check(certain, true) && check(uncertain, true);
     return { strict, lenient };
   };
@@ -229,57 +304,33 @@ export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = (
     if (element.flags.closedDetails || element.flags.fallback) return { strict: false, lenient: false };
     return verdict(element, true);
   };
-  let i = 0;
-  while (i < raw.length) {
-    const lt = raw.indexOf("<", i);
-    if (lt < 0) { onText(raw.slice(i), textVerdict()); break; }
-    if (lt > i) onText(raw.slice(i, lt), textVerdict());
-    if (raw.startsWith("<!--", lt)) {
-      const end = raw.indexOf("-->", lt + 4);
-      i = end < 0 ? raw.length : end + 3;
+  for (const token of tokens) {
+    if (token.type === "text" || (token.type === "raw" && current().tag === "textarea")) {
+      onText(token.text, textVerdict());
+    } else if (token.type === "comment") {
       onComment();
-      continue;
-    }
-    const gt = raw.indexOf(">", lt);
-    if (gt < 0) { onText(raw.slice(lt), textVerdict()); break; }
-    const inner = raw.slice(lt + 1, gt);
-    i = gt + 1;
-    if (inner.startsWith("/")) {
-      const name = inner.slice(1).trim().toLowerCase();
+    } else if (token.type === "close") {
       let k = stack.length - 1;
-      while (k >= 0 && stack[k].tag !== name) k--;
+      while (k >= 0 && stack[k].tag !== token.name) k--;
       if (k >= 0) {
         for (let m = stack.length - 1; m >= k; m--) onClose();
         stack.length = k;
       }
-      continue;
+    } else if (token.type === "open") {
+      const parent = current();
+      const attributes = new Map(token.attributes);
+      if (marker !== null) attributes.delete(marker);
+      const element = make(token.name, attributes, parent);
+      element.flags = flagsOf(element, parent);
+      element.states = statesOf(element, parent.states, sheet, element.flags.inSvg);
+      onOpen(token.name, token.attributes, { box: verdict(element, false), text: verdict(element, true) });
+      // HTML honours "/>" on void elements only; SVG (foreign content) on any
+      if (VOID.has(token.name) || (token.selfClosing && element.flags.inSvg)) onClose();
+      else stack.push(element);
     }
-    if (inner.startsWith("!") || inner.startsWith("?")) continue;
-    const match = /^([A-Za-z][\w:.-]*)/.exec(inner);
-    if (!match) { onText(`<${inner}>`, textVerdict()); continue; }
-    const tag = match[1].toLowerCase();
-    const parent = current();
-    const all = attributesOf(inner.slice(match[1].length));
-    const attributes = new Map(all);
-    if (marker !== null) attributes.delete(marker);
-    const element = make(tag, attributes, parent);
-    element.flags = flagsOf(element, parent);
-    element.states = statesOf(element, parent.states, sheet, element.flags.inSvg);
-    onOpen(tag, all, { box: verdict(element, false), text: verdict(element, true) });
-    const selfClosing = VOID.has(tag) || inner.trimEnd().endsWith("/");
-    if (selfClosing) { onClose(); continue; }
-    if (RAW_TEXT.has(tag)) {
-      const end = closingTag(raw, tag, i);
-      const stop = end < 0 ? raw.length : end;
-      if (tag === "textarea") { stack.push(element); onText(raw.slice(i, stop), textVerdict()); stack.pop(); }
-      const close = end < 0 ? raw.length : raw.indexOf(">", end);
-      i = close < 0 ? raw.length : close + 1;
-      onClose();
-      continue;
-    }
-    stack.push(element);
   }
   for (let m = stack.length - 1; m >= 0; m--) onClose();
+  return { exhausted: sheet.exhausted };
 }
 
 /** What hides an element beyond CSS: `hard` (not shown), `soft` (not surely shown). */
