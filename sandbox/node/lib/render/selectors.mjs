@@ -182,7 +182,7 @@ export function compare(a, b) {
 /**
  * A matcher over elements {tag, attributes: Map, classes: Set, parent, prev (the element sibling
  * before it), index and typeIndex (1-based, among its element siblings and those of its tag),
- * memo: Map}: match(complex, element) is true, false or null. One matcher per style sheet (it
+ * memo: Map or null until first needed}: match(complex, element) is true, false or null. One matcher per style sheet (it
  * carries the budget).
  */
 export class Matcher {
@@ -216,6 +216,7 @@ export class Matcher {
   /** Whether compounds 0..i of `complex` match with compound i on `element`. */
   from(complex, i, element) {
     const key = this.key(complex, i);
+    element.memo ??= new Map();
     if (element.memo.has(key)) return element.memo.get(key);
     let answer = this.compound(complex.compounds[i], element);
     if (answer !== false && i > 0) {
@@ -239,13 +240,13 @@ export class Matcher {
     let node = element;
     let answer = false;
     while (node[link]) {
-      if (node.memo.has(key)) { answer = node.memo.get(key); break; }
+      if (node.memo?.has(key)) { answer = node.memo.get(key); break; }
       chain.push(node);
       node = node[link];
     }
     for (let k = chain.length - 1; k >= 0; k--) {
       answer = or(this.from(complex, i, chain[k][link]), answer);
-      chain[k].memo.set(key, answer);
+      (chain[k].memo ??= new Map()).set(key, answer);
     }
     return answer;
   }

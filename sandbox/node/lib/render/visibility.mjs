@@ -320,12 +320,27 @@ export function enter(parent, declarations, element) {
 export function textShown(s, strict) {
   if (!boxShown(s, strict)) return false;
   if (s.fontPx * s.scale < MIN_FONT_PX || s.indentOut) return false;
+  const { known, visible, legible } = look(s);
+  if (strict) return known && visible && legible && s.fontKnown && !s.adjustMaybe && !s.indentMaybe && !s.letterMaybe;
+  return !known || (visible && legible);
+}
+
+const looks = new WeakMap();
+
+/** How a state's text colour looks (remembered per state; states are shared down the tree):
+ * {known: the colour could be read, visible: not transparent, legible: not its background's}. */
+function look(s) {
+  let answer = looks.get(s);
+  if (answer) return answer;
   const ink = s.fill === undefined ? s.color : s.fill;  // a text fill, when set, paints the text
-  const visible = ink !== null && (ink.a * s.opacity >= MIN_OPACITY || s.gradientText || s.shadow);
-  const legible = ink === null || s.background === null || s.gradientText || s.shadow
-    || contrast(over(ink, s.background), s.background) >= MIN_CONTRAST;
-  if (strict) return visible && legible && s.fontKnown && !s.adjustMaybe && !s.indentMaybe && !s.letterMaybe;
-  return ink === null || (visible && legible);
+  const shown = s.gradientText || s.shadow;
+  answer = {
+    known: ink !== null,
+    visible: ink !== null && (ink.a * s.opacity >= MIN_OPACITY || shown),
+    legible: ink === null || s.background === null || shown || contrast(over(ink, s.background), s.background) >= MIN_CONTRAST,
+  };
+  looks.set(s, answer);
+  return answer;
 }
 
 /** Whether the state's box (an element) is shown: `strict` also refuses what might be hidden. */

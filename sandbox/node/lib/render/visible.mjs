@@ -34,6 +34,7 @@ const SVG_ATTRIBUTES = new Map([["display", "display"], ["visibility", "visibili
 const FONT_SIZES = [10, 10, 13, 16, 18, 24, 32, 48];
 const TEXT_PROPERTIES = new Set(["font-size", "color", "-webkit-text-fill-color", "text-shadow", "letter-spacing",
   "text-indent", "visibility", "opacity"]);
+const NO_CLASSES = Object.freeze(new Set());
 export const MAX_RULES = 2000;  // past these, a style sheet's rules apply to everything, uncertainly
 export const MAX_STYLE_CHARS = 16_384;  // a longer `style` attribute is read this far, and its element is not surely shown
 
@@ -194,7 +195,7 @@ class Sheet {
   /** The rules that may apply to `element`, in source order ([] once the budget is spent);
    * each costs the budget its declarations. */
   candidates(element) {
-    if (this.matcher.exhausted) return [];
+    if (this.byKey.size === 0 || this.matcher.exhausted) return [];
     const keys = new Set(["*", element.tag, ...[...element.classes].map((c) => `.${c}`)]);
     if (element.attributes.has("id")) keys.add(`#${element.attributes.get("id")}`);
     const out = [];
@@ -271,16 +272,26 @@ function cascade(...lists) {
 export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = () => {}, onText = () => {}, onComment = () => {} } = {}) {
   const tokens = tokenize(raw);
   const sheet = new Sheet(tokens);
+  // Elements keep what selectors need: their parent chain and earlier siblings. A closed
+  // element drops its children (`lastChild`, `tagCounts`), so memory follows the open path and
+  // the siblings along it, and an element with nothing to compute shares its parent's states.
   const make = (tag, attributes, parent) => {
     const prev = parent?.lastChild ?? null;
-    const sameTag = parent?.tagCounts ?? new Map();
-    sameTag.set(tag, (sameTag.get(tag) ?? 0) + 1);
+    if (parent) parent.tagCounts ??= new Map();
+    const typeIndex = parent ? (parent.tagCounts.get(tag) ?? 0) + 1 : 1;
+    parent?.tagCounts.set(tag, typeIndex);
+    const cls = attributes.get("class");
     const element = {
-      tag, attributes, parent, prev, index: (prev?.index ?? 0) + 1, typeIndex: sameTag.get(tag), memo: new Map(),
-      lastChild: null, tagCounts: new Map(), classes: new Set((attributes.get("class") ?? "").split(/\s+/).filter(Boolean)),
+      tag, attributes, parent, prev, index: (prev?.index ?? 0) + 1, typeIndex, memo: null, lastChild: null, tagCounts: null,
+      classes: cls ? new Set(cls.split(/\s+/).filter(Boolean)) : NO_CLASSES,
     };
     if (parent) parent.lastChild = element;
     return element;
+  };
+  const close = (element) => {
+    element.lastChild = null;
+    element.tagCounts = null;
+    onClose();
   };
   let top = null;
   for (const tag of ["html", "body"]) {
@@ -313,23 +324,26 @@ export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = (
       let k = stack.length - 1;
       while (k >= 0 && stack[k].tag !== token.name) k--;
       if (k >= 0) {
-        for (let m = stack.length - 1; m >= k; m--) onClose();
+        for (let m = stack.length - 1; m >= k; m--) close(stack[m]);
         stack.length = k;
       }
     } else if (token.type === "open") {
       const parent = current();
-      const attributes = new Map(token.attributes);
-      if (marker !== null) attributes.delete(marker);
+      let attributes = token.attributes;
+      if (marker !== null && attributes.has(marker)) {
+        attributes = new Map(attributes);
+        attributes.delete(marker);
+      }
       const element = make(token.name, attributes, parent);
       element.flags = flagsOf(element, parent);
       element.states = statesOf(element, parent.states, sheet, element.flags.inSvg);
       onOpen(token.name, token.attributes, { box: verdict(element, false), text: verdict(element, true) });
       // HTML honours "/>" on void elements only; SVG (foreign content) on any
-      if (VOID.has(token.name) || (token.selfClosing && element.flags.inSvg)) onClose();
+      if (VOID.has(token.name) || (token.selfClosing && element.flags.inSvg)) close(element);
       else stack.push(element);
     }
   }
-  for (let m = stack.length - 1; m >= 0; m--) onClose();
+  for (let m = stack.length - 1; m >= 0; m--) close(stack[m]);
   return { exhausted: sheet.exhausted };
 }
 
@@ -363,7 +377,8 @@ function statesOf(element, parentStates, sheet, inSvg) {
   }
   const style = element.attributes.get("style");
   if (style !== undefined) sure.push(...ranked(parseDeclarations(style.slice(0, MAX_STYLE_CHARS)), ORIGIN.inline, [0, 0, 0], 0));
-  for (const name of animationNames(sure, unsure)) unsure.push(...(sheet.keyframes.get(name) ?? []));
+  if (sure.length === 0 && unsure.length === 0 && parentStates) return parentStates;  // nothing of its own
+  if (sheet.keyframes.size > 0) for (const name of animationNames(sure, unsure)) unsure.push(...(sheet.keyframes.get(name) ?? []));
   const [certainParent, uncertainParent] = parentStates ?? [ROOT, ROOT];
   const certain = enter(certainParent, cascade(sure), element);
   if (unsure.length === 0 && certainParent === uncertainParent) return [certain, certain];  // one way only
