@@ -147,6 +147,26 @@ def test_jsx_handed_to_a_factory_that_is_not_reacts_shows_nothing(scorer, level)
         assert score(scorer, fence(code), level).score == 1.0, name
 
 
+ISSUE_34 = ("switch-on-a-constant", "loop-never-runs", "for-of-nothing", "map-constant-empty", "map-emptied-by-filter",
+            "map-emptied-by-slice", "flag-on-constant-object", "let-never-reassigned", "state-never-set",
+            "create-element-decoy", "create-element-dead-branch", "create-element-not-reacts", "create-element-overwritten")
+
+
+@pytest.mark.parametrize("level", COMPILE_LEVELS)
+def test_issue_34_hacks_and_honest_neighbours_in_one_batch(scorer, level):
+    """The hacks of issue 34 (items 7 and 10) scored in one batch with honest components: each hack
+    scores as an honest miss does, each honest component as it does alone."""
+    honest = {"pass": HONEST_PASS, "miss": HONEST_MISS,
+              "create-element": fence(f"import React from \"react\";\nexport function TodoList() {{\n  return {CREATED};\n}}\n")}
+    completions = list(honest.values()) + [fence(SPEC_HACKS[name]) for name in ISSUE_34]
+    results = scorer.score_batch([Rollout(c, reference={"spec": SPEC}) for c in completions], ReactOptions(level=level))
+    scores = dict(zip(list(honest) + list(ISSUE_34), results))
+    assert scores["pass"].score == 1.0 and scores["create-element"].score == 1.0 and scores["miss"].score == 0.0
+    for name in ISSUE_34:
+        assert scores[name].passed and scores[name].details["spec_passed"] is False, (name, scores[name].details)
+        assert scores[name].score <= scores["miss"].score
+
+
 def test_the_decoy_is_blamed_for_not_being_exported(scorer):
     completion = fence(SPEC_HACKS["unexported-decoy"])
     result = score(scorer, completion, "build")
