@@ -164,7 +164,10 @@ def test_an_older_summary_without_a_graph_is_judged_on_the_whole_file():
     lambda: "export function A() {\n" + "if (Math.random() > 2) {\n" * 60 + "return <b />;\n" + "}\n" * 60 + "return <i />;\n}\n",
     lambda: "const { " + ", ".join(f"n{i}" for i in range(3000)) + " } = (() => <div>" + "<p>x</p>" * 3000
             + "</div>)();\nexport const A = () => <b>{n1}</b>;\n",
-], ids=["ternary-chain-2000", "nested-dead-ifs", "destructure-3000-names"])
+    lambda: "const c0 = 1;\n" + "".join(f"const c{i + 1} = c{i} + c{i};\n" for i in range(60))
+            + "export function A() {\n  const rows = [];\n  for (let i = 0; i < c60 - c60; i++) rows.push(<b />);\n"
+            + "  return <i>{rows}</i>;\n}\n",
+], ids=["ternary-chain-2000", "nested-dead-ifs", "destructure-3000-names", "constants-doubling-in-a-for-head"])
 def test_deep_and_wide_files_are_summarised_whole(pool, make):
     """Iterative walks, each condition evaluated once, one walk per initializer: these finish and
     the summary stays linear in the file (a 3,000-name destructuring owns its JSX once)."""

@@ -119,7 +119,7 @@ function evaluateUncached(expr, depth, env) {
     case ts.SyntaxKind.FunctionExpression: return OBJECT;  // truthy, value unknown
     case ts.SyntaxKind.Identifier: {
       const binding = bindingOf(expr);
-      if (binding) return valueOfBinding(binding, ev, env);
+      if (binding) return valueOfBinding(binding, ev, env, depth);
       if (expr.text === "undefined") return known(undefined);
       if (expr.text === "NaN") return known(NaN);
       if (expr.text === "Infinity") return known(Infinity);
@@ -339,11 +339,14 @@ function mentionsArguments(fn) {
 }
 
 /** What `binding` holds at every read, where decidable (module comment). */
-function valueOfBinding(binding, ev, env) {
+function valueOfBinding(binding, ev, env, depth) {
   if (env?.has(binding)) return ev(env.get(binding));
   if (!isConstant(binding)) return null;
+  // a binding outside `env` cannot see the names `env` overrides (they are a loop head's): its
+  // value is the remembered one, so evaluations under an `env` stay linear too
+  const plain = (e) => evaluate(e, depth + 1);
   const init = binding.initializer;
-  const value = init ? ev(init) : binding.index === 0 ? stateValue(binding, ev) : null;
+  const value = init ? plain(init) : binding.index === 0 ? stateValue(binding, plain) : null;
   return value?.object && !readOnly(binding) ? OBJECT : value;
 }
 
