@@ -195,3 +195,58 @@ def test_hostile_style_sheets_cost_about_what_plain_markup_does():
     out = read(cases)
     for name in HOSTILE:
         assert out[name]["cpuMs"] <= 10 * out[f"plain/{name}"]["cpuMs"] + 200, (name, out[name]["cpuMs"], out[f"plain/{name}"]["cpuMs"])
+
+
+UNITS = """
+import { color, contrast, length, parseDeclarations, parseStylesheet, mediaApplies } from "./lib/render/css.mjs";
+import { Matcher, parseSelectorList } from "./lib/render/selectors.mjs";
+const el = (tag, attrs = {}, parent = null, prev = null) => ({ tag, attributes: new Map(Object.entries(attrs)), parent, prev,
+  index: (prev?.index ?? 0) + 1, typeIndex: 1, memo: null, classes: new Set((attrs.class ?? "").split(/\\s+/).filter(Boolean)) });
+const body = el("body");
+const ul = el("ul", { class: "list big", id: "main" }, body);
+const li1 = el("li", {}, ul);
+const li2 = el("li", { "data-k": "Hello" }, ul, li1);
+const m = new Matcher();
+const match = (selector, element) => parseSelectorList(selector).map((c) => m.match(c, element));
+const sheet = parseStylesheet("a{color:red} @media print{b{x:1}} @media (max-width:9px){c{y:2}} .p{ & .q{z:3} .r &{w:4} }"
+  + " @keyframes k{from{opacity:1}to{opacity:0}} @font-face{font-family:x}");
+console.log(JSON.stringify({
+  lengths: ["12px", "-2em", "50%", "calc(100% - 2rem)", "calc(2 * 3px)", "min(10px, 2em)", "clamp(1px, 5px, 3px)", "var(--x)", "3", "0"].map((v) => length(v, 10)),
+  colors: ["#fff", "#0008", "rgb(10 20 30 / 50%)", "hsl(0, 100%, 50%)", "snow", "transparent", "currentColor", "lab(1 2 3)"].map(color),
+  contrast: [contrast({ r: 0, g: 0, b: 0 }, { r: 255, g: 255, b: 255 }), contrast({ r: 238, g: 238, b: 238 }, { r: 255, g: 255, b: 255 })],
+  declarations: parseDeclarations("color: red; /* c; */ display : none !important; content: 'a;b'; bad; --x: 1"),
+  rules: sheet.rules.map((r) => [r.selector, r.certain, r.declarations.map((d) => d.property)]),
+  keyframes: [...sheet.keyframes].map(([k, v]) => [k, v.map((d) => d.value)]),
+  media: ["", "screen", "print", "print, screen", "(min-width: 1px)"].map(mediaApplies),
+  matches: {
+    "ul#main.list": match("ul#main.list", ul), "body > ul li": match("body > ul li", li2), "ul > li + li": match("ul > li + li", li2),
+    "li ~ li": match("li ~ li", li1), "li:first-child": match("li:first-child", li1), "li:nth-child(2n)": match("li:nth-child(2n)", li2),
+    "[data-k^=he i]": match("[data-k^=he i]", li2), "li:not(:hover)": match("li:not(:hover)", li1), "li:last-child": match("li:last-child", li2),
+    "li:has(a)": match("li:has(a)", li1), ".list.small": match(".list.small", ul), ":is(ol, ul) li": match(":is(ol, ul) li", li1),
+  },
+}));
+"""
+
+
+def test_the_css_and_selector_readers():
+    require_node_toolchain()
+    out = json.loads(subprocess.run([node_binary(), "--input-type=module", "-e", UNITS], cwd=NODE_DIR, capture_output=True,
+                                    text=True, timeout=60, check=True).stdout)
+    assert out["lengths"] == [{"px": 12, "pct": 0}, {"px": -20, "pct": 0}, {"px": 0, "pct": 50}, {"px": -32, "pct": 100},
+                              {"px": 6, "pct": 0}, {"px": 10, "pct": 0}, {"px": 3, "pct": 0}, None, None, {"px": 0, "pct": 0}]
+    white, half_black, rgb, red, snow, clear, current, lab = out["colors"]
+    assert white == {"r": 255, "g": 255, "b": 255, "a": 1} and abs(half_black["a"] - 0x88 / 255) < 1e-9
+    assert rgb == {"r": 10, "g": 20, "b": 30, "a": 0.5} and (red["r"], red["g"], red["b"]) == (255, 0, 0)
+    assert (snow["r"], snow["g"], snow["b"]) == (255, 250, 250) and clear["a"] == 0 and current == "currentcolor" and lab is None
+    assert abs(out["contrast"][0] - 21) < 1e-9 and 1.1 < out["contrast"][1] < 1.2
+    assert out["declarations"] == [{"property": "color", "value": "red", "important": False},
+                                   {"property": "display", "value": "none", "important": True},
+                                   {"property": "content", "value": "'a;b'", "important": False},
+                                   {"property": "--x", "value": "1", "important": False}]
+    assert out["rules"] == [["a", True, ["color"]], ["c", False, ["y"]], [".p", True, []],
+                            [":is(.p) .q", True, ["z"]], [".r :is(.p)", True, ["w"]]]
+    assert out["keyframes"] == [["k", ["1", "0"]]] and out["media"] == [True, True, False, True, None]
+    assert out["matches"] == {"ul#main.list": [True], "body > ul li": [True], "ul > li + li": [True], "li ~ li": [False],
+                              "li:first-child": [True], "li:nth-child(2n)": [True], "[data-k^=he i]": [True],
+                              "li:not(:hover)": [True], "li:last-child": [None], "li:has(a)": [None], ".list.small": [False],
+                              ":is(ol, ul) li": [True]}

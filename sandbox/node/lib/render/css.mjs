@@ -91,6 +91,7 @@ export function mediaApplies(query) {
   const q = query.trim().toLowerCase();
   if (q === "" || /^(?:only\s+)?(?:all|screen)$/.test(q)) return true;
   const parts = q.split(",").map((p) => p.trim());
+  if (parts.some((p) => /^(?:only\s+)?(?:all|screen)$/.test(p))) return true;  // a list applies when one query does
   if (parts.every((p) => /^(?:only\s+)?print\b/.test(p) && !/\band\b.*\bscreen\b/.test(p))) return false;
   return null;
 }
