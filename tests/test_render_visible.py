@@ -99,6 +99,8 @@ HIDDEN = {
     "style rule with a sibling selector": "<p class=\"s\">SECRET</p><style>p + .s{display:none}</style>",
     "style rule with siblings further back": "<i>ok</i><b class=\"s\">SECRET</b><style>p ~ i ~ .s{display:none}</style>",
     "keyframes": "<style>@keyframes gone{to{opacity:0}} .x{animation:gone 1ms forwards}</style><p class=\"x\">SECRET</p>",
+    "keyframes over an inline style": ("<style>@keyframes gone{to{visibility:hidden}}</style>"
+                                       "<p style=\"visibility:visible;animation:gone 1ms forwards\">SECRET</p>"),
     "first-line": "<style>.s::first-line{font-size:0}</style><p class=\"s\">SECRET</p>",
     # markup a component injects (dangerouslySetInnerHTML) is read as a browser tokenizes it
     "single-quoted style": "<p style='display:none'>SECRET</p>",

@@ -49,16 +49,14 @@ const maybe = (s) => { s.mayHide = true; };
 const keyword = (value) => String(value).trim().toLowerCase();
 const unreadable = (value) => /\b(?:var|env|attr)\(/i.test(value);
 
-/** How far a length moves a box out of the page: "out" (a line or more), "maybe" (unknown), or null. */
-function outward(value, s, negative = true) {
+/** Whether a left / top / margin value moves a box out of the page to the left or up: "out" (by
+ * a line or more), "maybe" (by a share of a size the check does not know, or unreadable), or null. */
+function outward(value, s) {
   const v = keyword(value);
   if (v === "auto" || v === "" || v === "initial" || v === "unset" || v === "inherit") return null;
   const l = length(v, s.fontPx);
-  if (l === null) return "maybe";
-  const px = negative ? -l.px : l.px;
-  const pct = negative ? -l.pct : l.pct;
-  if (pct > 0) return "maybe";  // a share of a size the check does not know
-  return px >= LINE * s.fontPx * s.scale ? "out" : null;
+  if (l === null || l.pct < 0) return "maybe";
+  return -l.px >= LINE * s.fontPx * s.scale ? "out" : null;
 }
 
 /** `right` / `bottom`: "out" when the box is pushed past the whole page (100% or the viewport's
@@ -126,7 +124,7 @@ function angle(text) {
   const m = /^(-?[\d.]+)(deg|rad|turn|grad)?$/.exec(String(text ?? "").trim());
   if (!m) return null;
   const x = Number(m[1]);
-  return { deg: x, rad: (x * 180) / Math.PI, turn: x * 360, grad: x * 0.9, undefined: x }[m[2]];
+  return { deg: x, rad: (x * 180) / Math.PI, turn: x * 360, grad: x * 0.9 }[m[2] ?? "deg"];
 }
 
 /** A colour value, `inherit`/`currentcolor` resolved against `inherited`; null when unknown. */

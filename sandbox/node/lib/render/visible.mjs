@@ -1,5 +1,6 @@
-// What of a server render a user would see: one linear scan of React's markup (attributes
-// double-quoted and escaped, void elements self-closed) that computes every element's style
+// What of a server render a user would see: one linear pass over the markup's tokens (read as
+// the HTML tokenizer reads them: a component can inject markup that is not React's) that
+// computes every element's style
 // (lib/render/visibility.mjs) from the cascade of what the markup itself carries, and reports
 // each element and text run with two verdicts: `strict` (surely shown: what the spec may
 // credit) and `lenient` (not surely hidden: what the empty-render check counts).
@@ -35,10 +36,11 @@ const FONT_SIZES = [10, 10, 13, 16, 18, 24, 32, 48];
 const TEXT_PROPERTIES = new Set(["font-size", "color", "-webkit-text-fill-color", "text-shadow", "letter-spacing",
   "text-indent", "visibility", "opacity"]);
 const NO_CLASSES = Object.freeze(new Set());
-export const MAX_RULES = 2000;  // past these, a style sheet's rules apply to everything, uncertainly
+export const MAX_RULES = 2000;  // a style sheet of more rules decides nothing (nothing is surely shown)
 export const MAX_STYLE_CHARS = 16_384;  // a longer `style` attribute is read this far, and its element is not surely shown
 
-const ORIGIN = { agent: 0, attribute: 1, author: 2, animation: 3, inline: 4 };
+// as CSS ranks normal declarations (an !important one beats them all, an animation every normal one)
+const ORIGIN = { agent: 0, attribute: 1, author: 2, inline: 3, animation: 4 };
 
 /**
  * The start tag whose name begins at `at` (just after its "<"), read as the HTML tokenizer reads
