@@ -78,6 +78,9 @@ SPEC_HACKS = {
     "create-element-overwritten": "import React from \"react\";\n"
                                   "(React as any).createElement = () => null;\n"
                                   f"export function TodoList() {{\n  return {CREATED};\n}}\n",
+    "create-element-overwritten-through-default": "import * as React from \"react\";\n"
+                                                  "(React as any).default.createElement = () => null;\n"
+                                                  f"export function TodoList() {{\n  return {CREATED};\n}}\n",
 }
 
 
@@ -149,7 +152,8 @@ def test_jsx_handed_to_a_factory_that_is_not_reacts_shows_nothing(scorer, level)
 
 ISSUE_34 = ("switch-on-a-constant", "loop-never-runs", "for-of-nothing", "map-constant-empty", "map-emptied-by-filter",
             "map-emptied-by-slice", "flag-on-constant-object", "let-never-reassigned", "state-never-set",
-            "create-element-decoy", "create-element-dead-branch", "create-element-not-reacts", "create-element-overwritten")
+            "create-element-decoy", "create-element-dead-branch", "create-element-not-reacts", "create-element-overwritten",
+            "create-element-overwritten-through-default")
 
 
 @pytest.mark.parametrize("level", COMPILE_LEVELS)

@@ -16,13 +16,24 @@ import { bindingOf, innerOf, isWriteTarget, outerOf, scopesOf } from "./scope.mj
 const REACT = "react";
 const trusted = new WeakMap();
 
-/** A plain read of a member of a "react" import: `React.x` / `React["x"]`, not written or deleted. */
+const isAccess = (n) => ts.isPropertyAccessExpression(n) || ts.isElementAccessExpression(n);
+
+/** A plain read of a member of a "react" import: `React.x`, `React.x.y`, `React["x"]`, where no
+ * link of the chain is written or deleted and none is `default` (through which `import * as R`
+ * reaches the exports object itself: `R.default.createElement = f`). */
 function isMemberRead(id) {
-  const access = outerOf(id).parent;
-  if (!access || !(ts.isPropertyAccessExpression(access) || ts.isElementAccessExpression(access))) return false;
-  if (innerOf(access.expression) !== id) return false;
-  const outer = outerOf(access);
-  return !isWriteTarget(access) && !(outer.parent && ts.isDeleteExpression(outer.parent));
+  let node = outerOf(id);
+  let links = 0;
+  while (node.parent && isAccess(node.parent) && innerOf(node.parent.expression) === innerOf(node)) {
+    const access = node.parent;
+    const key = ts.isPropertyAccessExpression(access) ? access.name.text
+      : ts.isStringLiteralLike(access.argumentExpression) ? access.argumentExpression.text : null;
+    if (key === null || key === "default") return false;
+    links++;
+    node = outerOf(access);
+  }
+  if (links === 0 || isWriteTarget(node)) return false;
+  return !(node.parent && ts.isDeleteExpression(node.parent));
 }
 
 /** Whether nothing in `sf` can have changed what its "react" imports hold (module comment). */
