@@ -81,6 +81,10 @@ HIDDEN = {
     "clip": '<p style="position:absolute;clip:rect(0 0 0 0)">SECRET</p>',
     "a value it cannot read": '<p style="display:var(--d)">SECRET</p>',
     "canvas fallback": "<canvas><p>SECRET</p></canvas>",
+    "progress fallback": "<progress>SECRET</progress>",
+    "text in a select": "<select><option>ok</option>SECRET<b>SECRET</b></select>",
+    "audio without controls": '<audio><track/></audio><audio controls=""><p>SECRET</p></audio>',
+    "ruby parentheses": "<ruby>ok<rp>SECRET</rp><rt>ok</rt></ruby>",
     "template": "<template><p>SECRET</p></template>",
     "noscript": "<noscript><p>SECRET</p></noscript>",
     "svg display attribute": '<svg><text display="none">SECRET</text></svg>',
@@ -107,6 +111,8 @@ HIDDEN = {
     "unquoted style": "<p style=display:none>SECRET</p>",
     "a > inside a quoted value": '<p title="a>b" style="display:none">SECRET</p>',
     "a self-closed div stays open": '<div style="display:none"/><p>SECRET</p>',
+    "a formatting element re-opened by the browser": '<p><b style="display:none">x</p>SECRET',
+    "a stray end tag": "</span>SECRET",
     "a <style> inside an attribute is no style sheet": ('<i title="<style>[hidden]{display:block}</style>"></i>'
                                                         '<div hidden="">SECRET</div>'),
 }

@@ -16,8 +16,9 @@
 // is applied and not applied: content counts as surely shown only if it shows both ways.
 // Beyond CSS: <script>, <style>, <template>, <noscript>, <title>, <datalist>, ... and
 // <input type="hidden"> show nothing; a closed <details> shows its first <summary> only;
-// <canvas>, <video>, <audio> and <iframe> do not show their fallback content; `aria-hidden`
-// and `inert` content is not surely shown (it is drawn, but not there for every user).
+// <canvas>, <video>, <audio>, <iframe>, <progress> and <meter> do not show their fallback
+// content, nor a <select> anything but its options; `aria-hidden` and `inert` content is not
+// surely shown (it is drawn, but not there for every user).
 import { decodeEntities } from "./entities.mjs";
 import { longhands, parseDeclarations, parseStylesheet } from "./css.mjs";
 import { Matcher, compare, parseSelectorList, stylesText } from "./selectors.mjs";
@@ -28,7 +29,8 @@ export const VOID = new Set(["area", "base", "br", "col", "embed", "hr", "img", 
 const RAW_TEXT = new Set(["script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"]);
 const INVISIBLE = new Set(["script", "style", "template", "noscript", "title", "head", "link", "meta", "base", "datalist",
   "noembed", "noframes", "param"]);
-const FALLBACK = new Set(["canvas", "video", "audio", "iframe"]);
+const FALLBACK = new Set(["canvas", "video", "audio", "iframe", "progress", "meter"]);
+const IN_SELECT = new Set(["option", "optgroup", "hr"]);
 const REPLACED_SIZE = new Set(["img", "video", "canvas", "iframe", "embed", "object", "svg"]);
 const SVG_ATTRIBUTES = new Map([["display", "display"], ["visibility", "visibility"], ["opacity", "opacity"],
   ["font-size", "font-size"], ["fill", "-webkit-text-fill-color"], ["transform", "transform"]]);
@@ -223,6 +225,7 @@ function intrinsic(element, inSvg) {
     else add("display", "none", ORIGIN.agent);
   }
   if (element.tag === "dialog" && !a.has("open")) add("display", "none", ORIGIN.agent);
+  if ((element.tag === "audio" && !a.has("controls")) || element.tag === "rp") add("display", "none", ORIGIN.agent);
   if (a.has("popover")) add("display", "none", ORIGIN.agent);
   if (inSvg) {
     for (const [name, property] of SVG_ATTRIBUTES) {
@@ -304,17 +307,22 @@ export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = (
   }
   const stack = [];  // open elements
   const current = () => stack[stack.length - 1] ?? top;
+  // Past an end tag that does not close the innermost open element the markup is malformed
+  // (React's never is; injected markup can be), and a browser repairs it in ways this scan does
+  // not follow (a formatting element such as <b style="display:none"> left open is re-opened
+  // around the text after it): from there on nothing is surely shown.
+  let malformed = false;
   const verdict = (element, forText) => {
     const [certain, uncertain] = element.states;
     const f = element.flags;
     const check = forText ? textShown : boxShown;
     const lenient = !f.hard && check(certain, false);
-    const strict = lenient && !f.soft && !sheet.exhausted && check(certain, true) && check(uncertain, true);
+    const strict = lenient && !f.soft && !malformed && !sheet.exhausted && check(certain, true) && check(uncertain, true);
     return { strict, lenient };
   };
   const textVerdict = () => {
     const element = current();
-    if (element.flags.closedDetails || element.flags.fallback) return { strict: false, lenient: false };
+    if (element.flags.closedDetails || element.flags.fallback || element.tag === "select") return { strict: false, lenient: false };
     return verdict(element, true);
   };
   for (const token of tokens) {
@@ -325,6 +333,7 @@ export function scanVisible(raw, { marker = null, onOpen = () => {}, onClose = (
     } else if (token.type === "close") {
       let k = stack.length - 1;
       while (k >= 0 && stack[k].tag !== token.name) k--;
+      if (k !== stack.length - 1) malformed = true;
       if (k >= 0) {
         for (let m = stack.length - 1; m >= k; m--) close(stack[m]);
         stack.length = k;
@@ -356,6 +365,7 @@ function flagsOf(element, parent) {
   const firstSummary = p.closedDetails && element.tag === "summary" && !p.summarySeen;
   if (firstSummary) p.summarySeen = true;
   const hard = p.hard || p.fallback || (p.closedDetails && !firstSummary) || INVISIBLE.has(element.tag)
+    || (parent.tag === "select" && !IN_SELECT.has(element.tag))
     || (element.tag === "input" && (a.get("type") ?? "").trim().toLowerCase() === "hidden");
   return {
     hard,
