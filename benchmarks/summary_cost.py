@@ -1,10 +1,11 @@
 """Cost of the structural summary the spec check reads (sandbox/node/lib/summary.mjs + reach.mjs).
 
-    python -m benchmarks.summary_cost [--n 300] [--rounds 5]
+    python -m benchmarks.summary_cost [--n 300] [--rounds 5] [--lib DIR]
 
 Summarises ``--n`` task components (``botgrpo.trainer.tasks.react.make_example``, seed 0) ``--rounds``
 times in one Node process, after one warm-up round, and prints the mean milliseconds a file for
-the parse and for the summary (parse excluded).
+the parse and for the summary (parse excluded). ``--lib`` times another tree's
+``sandbox/node/lib`` (e.g. a checkout of the previous commit) with this tree's node_modules.
 """
 from __future__ import annotations
 
@@ -37,13 +38,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--lib", type=Path, default=NODE_DIR / "lib", help="the sandbox/node/lib whose summary.mjs is timed")
     args = parser.parse_args()
     rng = random.Random(0)
     codes = [make_example(rng, shape="template" if i % 2 else "blocks").component.code for i in range(args.n)]
     with tempfile.TemporaryDirectory() as tmp:
         data, script = Path(tmp) / "codes.json", Path(tmp) / "bench.mjs"
         data.write_text(json.dumps(codes))
-        script.write_text(SCRIPT % (NODE_DIR / "lib" / "summary.mjs").as_posix())
+        script.write_text(SCRIPT % (args.lib.resolve() / "summary.mjs").as_posix())
         out = subprocess.run(["node", f"--stack-size={NODE_STACK_KB}", str(script), str(data), str(args.rounds)],
                              check=True, capture_output=True, text=True, cwd=NODE_DIR)
     print(out.stdout.strip())

@@ -14,7 +14,8 @@ Test behaviours, chosen by the request's ``model`` (the served checkpoint is the
 ``*-flaky`` answers 503 to the first request of each distinct prompt; ``*-garbage`` answers
 the first request of each prompt with text that is not JSON; ``*-slow`` sleeps
 ``BOTGRPO_TINY_JUDGE_SLOW_S`` (default 3) seconds first; ``*-broken`` never answers valid JSON.
-``GET /stats`` counts requests per model.
+``GET /stats`` counts requests per model; ``GET /requests?model=name`` returns the messages of
+the last :data:`KEPT_REQUESTS` requests (of that model), exactly as received.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import os
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, Optional
 
 from fastapi import FastAPI, Request
@@ -34,6 +35,7 @@ from fastapi.responses import JSONResponse
 PLAIN = re.compile(r"^[A-Za-z0-9 ,.]+$")
 MAX_PROMPT_TOKENS = 512
 REASON_TOKENS = 8
+KEPT_REQUESTS = 64
 
 
 def _text(messages: list[dict[str, Any]]) -> str:
@@ -132,6 +134,7 @@ def create_app(model_dir: str) -> FastAPI:
     app = FastAPI(title="tiny OpenAI-compatible judge")
     seen: Counter[str] = Counter()
     requests: Counter[str] = Counter()
+    received: deque[dict[str, Any]] = deque(maxlen=KEPT_REQUESTS)
     slow_s = float(os.environ.get("BOTGRPO_TINY_JUDGE_SLOW_S", "3"))
 
     @app.get("/v1/models")
@@ -142,12 +145,17 @@ def create_app(model_dir: str) -> FastAPI:
     async def stats() -> dict[str, Any]:
         return {"requests": dict(requests)}
 
+    @app.get("/requests")
+    async def recent(model: Optional[str] = None) -> dict[str, Any]:
+        return {"requests": [r for r in received if model is None or r["model"] == model]}
+
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> JSONResponse:
         body = await request.json()
         model = str(body.get("model", judge.name))
         messages = body.get("messages") or []
         requests[model] += 1
+        received.append({"model": model, "messages": messages})
         digest = hashlib.sha256(json.dumps([model, messages], sort_keys=True).encode()).hexdigest()
         seen[digest] += 1
         first = seen[digest] == 1
@@ -239,6 +247,13 @@ class TinyJudgeServer:
         import httpx
 
         return httpx.get(self.url.removesuffix("/v1") + "/stats", timeout=5).json()
+
+    def received(self, model: str) -> list[list[dict[str, Any]]]:
+        """The messages of the last requests for ``model``, oldest first, as the server got them."""
+        import httpx
+
+        reply = httpx.get(self.url.removesuffix("/v1") + "/requests", params={"model": model}, timeout=5).json()
+        return [r["messages"] for r in reply["requests"]]
 
     def stop(self) -> None:
         self.process.stop()

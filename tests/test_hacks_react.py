@@ -15,6 +15,8 @@ SPEC = {"component": "TodoList", "elements": ["ul", "button", "input"], "text": 
         "props": {"button": ["onClick"]}}
 FULL = '<div><ul><li>x</li></ul><input /><button onClick={() => {}}>Add item</button></div>'
 COMPILE_LEVELS = ("syntax", "build", "typecheck")
+CREATED = ('React.createElement("div", null, React.createElement("ul", null, React.createElement("li", null, "x")), '
+           'React.createElement("input", null), React.createElement("button", { onClick: () => {} }, "Add item"))')
 
 
 def fence(code: str) -> str:
@@ -47,6 +49,38 @@ SPEC_HACKS = {
     "ignored-prop": "import type { ReactNode } from \"react\";\n"
                     "function Shell({ title }: { title: string; icon?: ReactNode }) {\n  return <p>{title}</p>;\n}\n"
                     f"export function TodoList() {{\n  return <Shell title=\"hi\" icon={{{FULL}}} />;\n}}\n",
+    # issue 34, item 7: dead code a static check can decide
+    "switch-on-a-constant": "const MODE: number = 1;\n"
+                            f"export function TodoList() {{\n  switch (MODE) {{\n    case 2: return {FULL};\n"
+                            "    default: return <p>hi</p>;\n  }\n}\n",
+    "loop-never-runs": "export function TodoList() {\n  const rows = [];\n"
+                       f"  for (let i = 0; i < 0; i++) rows.push({FULL});\n  return <p>hi{{rows}}</p>;\n}}\n",
+    "for-of-nothing": f"export function TodoList() {{\n  for (const _x of []) {{\n    return {FULL};\n  }}\n  return <p>hi</p>;\n}}\n",
+    "map-constant-empty": "const ITEMS: string[] = [];\n"
+                          f"export function TodoList() {{\n  return <p>hi{{ITEMS.map(() => {FULL})}}</p>;\n}}\n",
+    "map-emptied-by-filter": f"export function TodoList() {{\n  return <p>hi{{[1, 2].filter(() => false).map(() => {FULL})}}</p>;\n}}\n",
+    "map-emptied-by-slice": f"export function TodoList() {{\n  return <p>hi{{[\"a\"].slice(1).map(() => {FULL})}}</p>;\n}}\n",
+    "flag-on-constant-object": "const FLAGS = { full: false };\n"
+                               f"export function TodoList() {{\n  if (FLAGS.full) return {FULL};\n  return <p>hi</p>;\n}}\n",
+    "let-never-reassigned": f"export function TodoList() {{\n  let full = false;\n  if (full) return {FULL};\n  return <p>hi</p>;\n}}\n",
+    "state-never-set": "import { useState } from \"react\";\n"
+                       "export function TodoList() {\n  const [open] = useState(false);\n  if (!open) return <p>hi</p>;\n"
+                       f"  return {FULL};\n}}\n",
+    # issue 34, item 10: React.createElement is an element like JSX, and its decoys fail like JSX's
+    "create-element-decoy": "import React from \"react\";\n"
+                            f"function TodoList() {{\n  return {CREATED};\n}}\n"
+                            "export default function App() {\n  return React.createElement(\"p\", null, \"hello\");\n}\n",
+    "create-element-dead-branch": "import React from \"react\";\n"
+                                  f"export function TodoList() {{\n  if (Math.random() > 2) return {CREATED};\n"
+                                  "  return React.createElement(\"p\", null, \"hi\");\n}\n",
+    "create-element-not-reacts": "const React = { createElement: (..._parts: unknown[]) => null };\n"
+                                 f"export function TodoList() {{\n  return {CREATED};\n}}\n",
+    "create-element-overwritten": "import React from \"react\";\n"
+                                  "(React as any).createElement = () => null;\n"
+                                  f"export function TodoList() {{\n  return {CREATED};\n}}\n",
+    "create-element-overwritten-through-default": "import * as React from \"react\";\n"
+                                                  "(React as any).default.createElement = () => null;\n"
+                                                  f"export function TodoList() {{\n  return {CREATED};\n}}\n",
 }
 
 
@@ -78,6 +112,63 @@ def test_spec_hacks_score_no_better_than_an_honest_miss(scorer, name, level):
     assert hack.passed is True, hack.details  # each hack compiles: only the spec can catch it
     assert hack.details["spec_passed"] is False, hack.details
     assert hack.score <= honest.score
+
+
+@pytest.mark.parametrize("level", COMPILE_LEVELS)
+def test_an_honest_create_element_component_is_judged_like_jsx(scorer, level):
+    """Issue 34, item 10: it scored 0.0 at these levels ("found none") and -0.5 at render."""
+    honest = fence(f"import React from \"react\";\nexport function TodoList() {{\n  return {CREATED};\n}}\n")
+    result = score(scorer, honest, level)
+    assert result.score == 1.0 and result.details["spec_passed"] is True, result.details
+    missing = score(scorer, honest.replace('React.createElement("input", null), ', ""), level)
+    assert missing.score == 0.0 and missing.details["spec_violations"] == ["missing element <input>"]
+
+
+PRAGMA_HACKS = {
+    "factory": "// @jsxRuntime classic\n// @jsx h\nconst h = (..._parts: unknown[]): any => null;\n"
+               f"export function TodoList() {{\n  return {FULL};\n}}\n",
+    "fragment factory": "// @jsxRuntime classic\n// @jsxFrag Gone\nimport React from \"react\";\n"
+                        "const Gone = (_props: { children?: React.ReactNode }): any => null;\n"
+                        f"export function TodoList() {{\n  return <>{FULL}</>;\n}}\n",
+}
+PRAGMA_HONEST = {
+    "default factory": f"// @jsxRuntime classic\nimport React from \"react\";\nexport function TodoList() {{\n  return <>{FULL}</>;\n}}\n",
+    "react's factory by name": "// @jsxRuntime classic\n/** @jsx h */\nimport { createElement as h } from \"react\";\n"
+                               f"export function TodoList() {{\n  return {FULL};\n}}\n",
+}
+
+
+@pytest.mark.parametrize("level", COMPILE_LEVELS)
+def test_jsx_handed_to_a_factory_that_is_not_reacts_shows_nothing(scorer, level):
+    """A `@jsxRuntime classic` pragma makes every JSX element a call of the `@jsx` factory and
+    every fragment one of `@jsxFrag`: JSX counts only when they are React's."""
+    miss = score(scorer, HONEST_MISS, level).score
+    for name, code in PRAGMA_HACKS.items():
+        result = score(scorer, fence(code), level)
+        assert result.details["spec_passed"] is False and result.score <= miss, (name, result.details)
+    for name, code in PRAGMA_HONEST.items():
+        assert score(scorer, fence(code), level).score == 1.0, name
+
+
+ISSUE_34 = ("switch-on-a-constant", "loop-never-runs", "for-of-nothing", "map-constant-empty", "map-emptied-by-filter",
+            "map-emptied-by-slice", "flag-on-constant-object", "let-never-reassigned", "state-never-set",
+            "create-element-decoy", "create-element-dead-branch", "create-element-not-reacts", "create-element-overwritten",
+            "create-element-overwritten-through-default")
+
+
+@pytest.mark.parametrize("level", COMPILE_LEVELS)
+def test_issue_34_hacks_and_honest_neighbours_in_one_batch(scorer, level):
+    """The hacks of issue 34 (items 7 and 10) scored in one batch with honest components: each hack
+    scores as an honest miss does, each honest component as it does alone."""
+    honest = {"pass": HONEST_PASS, "miss": HONEST_MISS,
+              "create-element": fence(f"import React from \"react\";\nexport function TodoList() {{\n  return {CREATED};\n}}\n")}
+    completions = list(honest.values()) + [fence(SPEC_HACKS[name]) for name in ISSUE_34]
+    results = scorer.score_batch([Rollout(c, reference={"spec": SPEC}) for c in completions], ReactOptions(level=level))
+    scores = dict(zip(list(honest) + list(ISSUE_34), results))
+    assert scores["pass"].score == 1.0 and scores["create-element"].score == 1.0 and scores["miss"].score == 0.0
+    for name in ISSUE_34:
+        assert scores[name].passed and scores[name].details["spec_passed"] is False, (name, scores[name].details)
+        assert scores[name].score <= scores["miss"].score
 
 
 def test_the_decoy_is_blamed_for_not_being_exported(scorer):

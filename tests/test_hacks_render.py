@@ -145,6 +145,76 @@ OPTIONAL_CRASH = '''export default function TodoList({ items }: { items?: string
 '''
 
 
+# issue 34, item 6: the required JSX rendered, but in a box no user sees; each beside a visible <p>
+def wrapped(open_tag: str, close_tag: str, style_rules: str = "") -> str:
+    """The honest component with its required JSX inside ``open_tag ... close_tag``."""
+    style = f'\n      <style>{{{style_rules!r}}}</style>' if style_rules else ""
+    return f'''import {{ useState }} from "react";
+
+export default function TodoList() {{
+{HOOKS}  return (
+    <div>
+      <p>hi</p>{style}
+      {open_tag}
+    {LIST}
+      {close_tag}
+    </div>
+  );
+}}
+'''
+
+
+HIDDEN_BY = {
+    "display:none !important": ('<div style={{ display: "none !important" }}>', "</div>"),
+    "visibility:collapse": ('<div style={{ visibility: "collapse" }}>', "</div>"),
+    "zero opacity": ("<div style={{ opacity: 0 }}>", "</div>"),
+    "zero size": ('<div style={{ width: 0, height: 0, overflow: "hidden" }}>', "</div>"),
+    "off-screen": ('<div style={{ position: "absolute", left: -9999 }}>', "</div>"),
+    "aria-hidden": ('<div aria-hidden="true">', "</div>"),
+    "inert": ("<div inert>", "</div>"),
+    "closed details": ("<details><summary>more</summary>", "</details>"),
+    "closed dialog": ("<dialog>", "</dialog>"),
+    "font-size 0": ("<div style={{ fontSize: 0 }}>", "</div>"),
+    "white text": ('<div style={{ color: "#fff" }}>', "</div>"),
+    "scaled to nothing": ('<div style={{ transform: "scale(0)" }}>', "</div>"),
+    "a declaration smuggled in a value": ('<div style={{ color: "red; display: none" }}>', "</div>"),
+    "canvas fallback": ("<canvas>", "</canvas>"),
+    "a <style> rule": ('<div className="gone">', "</div>", ".gone { display: none }"),
+    "a <style> rule after a sibling": ('<i>x</i><div className="gone">', "</div>", "i + .gone { visibility: hidden }"),
+    "keyframes": ('<div className="fade">', "</div>", "@keyframes out { to { opacity: 0 } } .fade { animation: out 1ms forwards }"),
+}
+HACKS.update({f"hidden: {name}": wrapped(*parts) for name, parts in HIDDEN_BY.items()})
+# honest styling around the same JSX: still credited
+SHOWN_BY = {
+    "ordinary styles": ('<div style={{ display: "flex", gap: 8, opacity: 0.9, fontSize: 14, color: "#333", background: "#fff" }}>', "</div>"),
+    "a small nudge": ('<div style={{ position: "relative", top: -4 }}>', "</div>"),
+    "centred": ('<div style={{ position: "absolute", left: "50%", transform: "translateX(-50%)" }}>', "</div>"),
+    "a font size reset": ("<div style={{ fontSize: 0 }}><div style={{ fontSize: 16 }}>", "</div></div>"),
+    "open details": ("<details open><summary>more</summary>", "</details>"),
+    "open dialog": ("<dialog open>", "</dialog>"),
+    "dark theme": ('<div style={{ background: "#111", color: "#eee" }}>', "</div>"),
+    "a <style> block": ('<div className="list">', "</div>", ".list { padding: 0 } .gone { display: none } button:hover { opacity: 0.5 }"),
+}
+
+
+# issue 34, item 10: the honest component without JSX, and a decoy of it
+CREATED = '''import React, { useState } from "react";
+
+export default function TodoList() {
+  const [items, setItems] = useState<string[]>([]);
+  const [text, setText] = useState("");
+  return React.createElement("div", null,
+    React.createElement("ul", null, items.map((item) => React.createElement("li", { key: item }, item))),
+    React.createElement("input", { value: text, onChange: (e: { target: { value: string } }) => setText(e.target.value) }),
+    React.createElement("button", { onClick: () => setItems([...items, text]) }, "Add item"));
+}
+'''
+CREATED_INPUT = '''
+    React.createElement("input", { value: text, onChange: (e: { target: { value: string } }) => setText(e.target.value) }),'''
+HACKS["create-element decoy"] = CREATED.replace("export default function TodoList", "function TodoList") + (
+    'export default function App() {\n  return React.createElement("p", null, "hello");\n}\n')
+
+
 def mutating(statement: str) -> str:
     return HONEST.replace("  return (\n", f"  {statement}\n  return (\n", 1)
 
@@ -220,3 +290,26 @@ def test_shadowing_the_catch_hook_does_not_hide_a_caught_mutation(scorer):
             + mutating("try { (Object.prototype as any).w = 1; } catch (e) { __botgrpo_caught(e); }"))
     result = score(scorer, code)
     assert result.details["render"]["status"] == "violation" and result.score == -1.0, result.details["render"]
+
+
+def test_an_honest_create_element_component_renders_and_meets_the_spec(scorer, honest_failure):
+    """Issue 34, item 10: it scored -0.5 ("declares no component"), below an honest failure."""
+    result = score(scorer, CREATED)
+    assert result.score == 1.0 and result.details["spec_passed"] is True, result.details
+    assert result.details["render"]["component"] == "TodoList"
+    missed = score(scorer, CREATED.replace(CREATED_INPUT, ""))
+    assert missed.score == honest_failure and missed.details["spec_violations"] == ["missing element <input>"]
+
+
+def test_hidden_content_and_honest_neighbours_in_one_batch(scorer, honest_failure):
+    """Issue 34, item 6, in one batch: every hiding form scores no better than an honest failure
+    while the honestly styled components beside it keep full credit."""
+    shown = {name: wrapped(*parts) for name, parts in SHOWN_BY.items()}
+    hidden = {name: wrapped(*parts) for name, parts in HIDDEN_BY.items()}
+    codes = list(shown.values()) + list(hidden.values())
+    results = scorer.score_batch([Rollout(f"```tsx\n{c}```", reference={"spec": SPEC}) for c in codes], ReactOptions(level="render"))
+    for name, result in zip(list(shown) + list(hidden), results):
+        if name in shown:
+            assert result.score == 1.0 and result.details["spec_passed"] is True, (name, result.details)
+        else:
+            assert result.details["spec_passed"] is False and result.score <= honest_failure, (name, result.details)

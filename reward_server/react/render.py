@@ -15,9 +15,11 @@ runaway recursion, a violation of the sandbox, an output flood) is the lowest re
 
 Spec. At level ``render`` the spec is judged on what the mounted component showed
 (:func:`rendered_summary`; ``sandbox/README.md``, "What the spec is judged on"): the named
-component is mounted only if the module exports it, and only the visible host elements, their
-text and the props React received (a handler only as a function) count. A render that showed
-nothing (a throw) has no elements and no text, so it fails the spec as well as the render.
+component is mounted only if the module exports it, and only the host elements surely shown
+(CSS, attributes and elements that hide decided from the markup: ``sandbox/README.md``, "What is
+shown at render"), their text and the props React received (a handler only as a function)
+count. A render that showed nothing (a throw) has no elements and no text, so it fails the spec
+as well as the render.
 A component whose prop types make props optional is also rendered without them; a throw there
 fails the render. Built-in mutation attempts are violations (fatal) even when the component
 catches the error.

@@ -7,14 +7,16 @@ code and says which characters violate it (where a violation has a place).
 
 What counts is what the user would see (docs/rewards.md): the component must be the named one
 *and* exported (``export function X``, ``export default X``, ``export { X }``,
-``export default memo(X)``), and only the JSX its live output reaches counts: its own returns,
-the locals and helpers they use, and the same-file components and constants it renders,
-transitively (the summary's ``owners`` and ``graph``, built by ``sandbox/node/lib/reach.mjs``).
-An unexported decoy, an unused constant, a branch a constant condition rules out
-(``if (Math.random() > 2)``) and other components count for nothing. Without a ``component``
-the default export is the root (else every exported component). A summary without ``graph``
-(an older worker) is judged the old way, on every JSX node of the file. When no declaration has
-the component's name (itself a violation), the rest is judged on the default export.
+``export default memo(X)``), and only the JSX (or React ``createElement`` elements) its live
+output reaches counts: its own returns, the locals and helpers they use, and the same-file
+components and constants it renders, transitively (the summary's ``owners`` and ``graph``,
+built by ``sandbox/node/lib/reach.mjs``). An unexported decoy, an unused constant, a branch a
+decidable condition rules out (``if (Math.random() > 2)``, ``switch`` on a constant, state
+never set: ``lib/conditions.mjs``) and other components count for nothing. Without a
+``component`` the default export is the root (else every exported component). A summary
+without ``graph`` (an older worker) is judged the old way, on every JSX node of the file. When
+no declaration has the component's name (itself a violation), the rest is judged on the
+default export.
 """
 from __future__ import annotations
 

@@ -6,12 +6,18 @@
 // Rules (a static approximation; level `render` sees what actually renders):
 //   * a function's output is its live `return` expressions (an arrow's expression body); a
 //     class's is its `render` method's; a variable's is its initializer;
-//   * dead code is pruned where a condition is decidable: literals, `!`, `&&`, `||`, `??`,
-//     comparisons and arithmetic on constants, and `Math.random()` as the interval [0, 1]
-//     (so `Math.random() > 2` is false); `if`, `?:`, `&&`/`||`, `while`/`for` conditions;
-//     statements after an unconditional `return`/`throw`; callbacks on an empty array literal.
-//     A condition on props, state, time or chance (`Math.random() > 0.99`) is undecidable and
-//     both branches count;
+//   * dead code is pruned where a condition is decidable (lib/conditions.mjs: literals, names
+//     bound once and for all, members of constant objects, state whose setter is never used,
+//     array lengths, `Math.random()` as the interval [0, 1]): `if`, `?:`, `&&`/`||`, `while`
+//     conditions, a `for` whose test fails with its head's initial values, `switch` on a known
+//     value (the matching case, or `default`, and the cases it falls through to), `for...of` an
+//     empty array, `for...in` an empty object literal, callbacks of `.map`/`.filter`/... on an
+//     empty array, and statements after an unconditional `return`/`throw`/`break`/`continue`.
+//     A condition on props, state that can change, time or chance (`Math.random() > 0.99`) is
+//     undecidable and both branches count;
+//   * React's `createElement(type, props, ...children)` (lib/react-api.mjs: React's by binding)
+//     is an element like JSX; JSX is none when a `@jsxRuntime classic` pragma hands it to a
+//     factory that is not React's createElement;
 //   * a name used in live output resolves to its local values (initializer, assignments,
 //     arguments of `name.push(...)`-style calls) or, failing that, to a top-level declaration
 //     (an edge); `this.x` in a class resolves to member `x`;
@@ -21,7 +27,9 @@
 // alwaysExits and evaluate, are depth-bounded) and each node is visited at
 // most twice per declaration. Conditions are decided by lib/conditions.mjs.
 import ts from "typescript";
-import { decide } from "./conditions.mjs";
+import { CALLBACK_METHODS, decide, evaluate, lengthOf, strictlyEqual } from "./conditions.mjs";
+import { isCreateElement, jsxIsReact } from "./react-api.mjs";
+import { declaredBy, innerOf, outerOf } from "./scope.mjs";
 
 const MAX_EXIT_DEPTH = 64;  // how deep `alwaysExits` looks through nested if/blocks
 
@@ -41,6 +49,7 @@ function alwaysExits(statement, depth = 0) {
 
 function exitsUncached(statement, depth) {
   if (ts.isReturnStatement(statement) || ts.isThrowStatement(statement)) return true;
+  if (ts.isBreakStatement(statement) || ts.isContinueStatement(statement)) return true;  // the next statement is skipped
   if (ts.isBlock(statement)) return statement.statements.some((s) => alwaysExits(s, depth + 1));
   if (ts.isIfStatement(statement)) {
     const t = decide(statement.expression);
@@ -75,15 +84,73 @@ export function liveChildren(node) {
     if (t !== null && (op === ts.SyntaxKind.AmpersandAmpersandToken) !== t) return [node.left];
   } else if (ts.isWhileStatement(node) && decide(node.expression) === false) {
     return [node.expression];
-  } else if (ts.isForStatement(node) && node.condition && decide(node.condition) === false) {
+  } else if (ts.isForStatement(node) && node.condition && firstTest(node) === false) {
     return [node.initializer].filter(Boolean);
-  } else if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)
-             && ts.isArrayLiteralExpression(node.expression.expression) && node.expression.expression.elements.length === 0) {
-    return [node.expression];  // [].map(cb): cb never runs
+  } else if (ts.isForOfStatement(node) && lengthOf(node.expression) === 0) {
+    return [node.expression];
+  } else if (ts.isForInStatement(node) && isEmptyObject(node.expression)) {
+    return [node.expression];
+  } else if (ts.isSwitchStatement(node)) {
+    const clauses = liveClauses(node);
+    if (clauses) return [node.expression, ...clauses];
+  } else if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(innerOf(node.expression))
+             && CALLBACK_METHODS.has(innerOf(node.expression).name.text) && lengthOf(innerOf(node.expression).expression) === 0) {
+    return [node.expression, ...node.arguments.slice(1)];  // [].map(cb), emptied.filter(cb): cb never runs
   }
   const children = [];
   ts.forEachChild(node, (child) => { if (!ts.isTypeNode(child)) children.push(child); });
   return children;
+}
+
+/** The value of a `for` loop's test the first time: its head's let/const at their initial values. */
+function firstTest(node) {
+  const env = new Map();
+  if (node.initializer && ts.isVariableDeclarationList(node.initializer)) {
+    for (const d of node.initializer.declarations) {
+      const binding = ts.isIdentifier(d.name) ? declaredBy(d.name) : null;
+      if (binding && d.initializer && binding.kind !== "var") env.set(binding, d.initializer);
+    }
+  }
+  return env.size > 0 ? decide(node.condition, env) : decide(node.condition);
+}
+
+function isEmptyObject(expr) {
+  const e = innerOf(expr);
+  return ts.isObjectLiteralExpression(e) && e.properties.length === 0;
+}
+
+/**
+ * The clauses of a `switch` that can run, or null when that is undecidable: the first case whose
+ * test strictly equals the discriminant (every test before it decidably different), else
+ * `default`, then each following clause while the one before can fall through (it does not
+ * always end in return, throw, break or continue).
+ */
+function liveClauses(node) {
+  const value = evaluate(node.expression);
+  if (!value) return null;
+  const clauses = node.caseBlock.clauses;
+  let start = clauses.findIndex(ts.isDefaultClause);
+  for (let i = 0; i < clauses.length; i++) {
+    if (ts.isDefaultClause(clauses[i])) continue;
+    const equal = strictlyEqual(value, evaluate(clauses[i].expression));
+    if (equal === null) return null;
+    if (equal) { start = i; break; }
+  }
+  const live = [];
+  for (let i = start; i >= 0 && i < clauses.length; i++) {
+    live.push(clauses[i]);
+    if (clauses[i].statements.some((s) => alwaysExits(s))) break;
+  }
+  return live;
+}
+
+/** A string shown as text: a JSX expression's (`{"Add item"}`) or a createElement child's. */
+export function isShownText(node) {
+  if (!ts.isStringLiteralLike(node) || !node.parent) return false;
+  if (ts.isJsxExpression(node.parent)) return true;
+  const outer = outerOf(node);
+  const call = outer.parent;
+  return Boolean(call && ts.isCallExpression(call) && call.arguments.indexOf(outer) >= 2 && isCreateElement(call));
 }
 
 // ---- reachability ---------------------------------------------------------------------------
@@ -219,7 +286,7 @@ export function acceptedProps(root) {
  * same-file component counts only where that component can read it (`accepts`: name -> null or
  * the prop names it reads): `<Hidden><ul/></Hidden>` shows no <ul> when Hidden ignores children.
  */
-function reach(root, self, topNames, record, accepts = new Map()) {
+function reach(root, self, topNames, record, accepts = new Map(), jsxShows = true) {
   const { values, returnsOf } = scan(root);
   const uses = new Set();
   const seen = new Set();
@@ -252,6 +319,24 @@ function reach(root, self, topNames, record, accepts = new Map()) {
       resolve(node.name.text);
     } else if (ts.isJsxAttribute(node)) {
       stack.push(node.initializer);
+    } else if (!jsxShows && (ts.isJsxElement(node) || ts.isJsxSelfClosingElement(node) || ts.isJsxFragment(node))) {
+      // compiled to a factory that is not React's: nothing under it is known to show
+    } else if (isCreateElement(node)) {
+      record(node);
+      const [type, props, ...children] = node.arguments;
+      const tag = innerOf(type);
+      const intrinsic = ts.isStringLiteralLike(tag);
+      if (!intrinsic) stack.push(type);
+      const reads = ts.isIdentifier(tag) ? readsOf(tag) : null;
+      const literal = props ? innerOf(props) : null;
+      if (literal && ts.isObjectLiteralExpression(literal)) {
+        for (const prop of literal.properties) {
+          const name = prop.name && (ts.isIdentifier(prop.name) || ts.isStringLiteralLike(prop.name)) ? prop.name.text : null;
+          if (intrinsic && name && /^on[A-Z]/.test(name)) continue;  // a DOM handler's result is never shown
+          if (!reads || (name === null ? reads.size > 0 : reads.has(name))) stack.push(prop);
+        }
+      } else if (props && (!reads || reads.size > 0)) stack.push(props);
+      if (!reads || reads.has("children")) for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
     } else if (ts.isJsxElement(node)) {
       const reads = readsOf(node.openingElement.tagName);
       stack.push(node.openingElement);
@@ -267,7 +352,7 @@ function reach(root, self, topNames, record, accepts = new Map()) {
         if (intrinsic && name && /^on[A-Z]/.test(name)) continue;  // a DOM handler's result is never shown
         if (!reads || (name === null ? reads.size > 0 : reads.has(name))) stack.push(attr);
       }
-    } else if (ts.isJsxText(node) || (ts.isStringLiteralLike(node) && node.parent && ts.isJsxExpression(node.parent))) {
+    } else if (ts.isJsxText(node) || isShownText(node)) {
       record(node);
     } else {
       const children = liveChildren(node);
@@ -315,6 +400,7 @@ export function topLevelDeclarations(sf) {
  */
 export function reachability(sf) {
   const declarations = topLevelDeclarations(sf);
+  const jsxShows = jsxIsReact(sf);
   const topNames = new Set(declarations.map(([name]) => name));
   topNames.delete("default");
   const graph = {};
@@ -338,7 +424,7 @@ export function reachability(sf) {
     };
     const self = names.length === 1 && owner !== "default" ? owner : null;
     const uses = ts.isIdentifier(root) && names.includes("default") ? new Set(topNames.has(root.text) ? [root.text] : [])
-      : reach(root, self, topNames, record, accepts);
+      : reach(root, self, topNames, record, accepts, jsxShows);
     const add = (name, used) => { graph[name] = [...new Set([...(graph[name] ?? []), ...used])].filter((u) => u !== name).sort(); };
     add(owner, uses);
     if (owner !== names[0]) for (const name of names) add(name, [owner]);

@@ -5,7 +5,8 @@
 // `graph` maps each top-level declaration (the default export as "default") to the top-level
 // names its output uses. Uses the TypeScript 6 parser only (no type information): ~1 ms a file.
 import ts from "typescript";
-import { reachability } from "./reach.mjs";
+import { isShownText, reachability } from "./reach.mjs";
+import { isCreateElement } from "./react-api.mjs";
 
 /** Parse `code` as TSX; the caller reads `parseDiagnostics` from the result. */
 export function parseTsx(code) {
@@ -38,8 +39,9 @@ export function* walk(root) {
   }
 }
 
-function containsJsx(node) {
-  for (const inner of walk(node)) if (isJsx(inner)) return true;
+/** Whether `node` makes React elements: JSX, or a call of React's createElement (lib/react-api.mjs). */
+function containsElements(node) {
+  for (const inner of walk(node)) if (isJsx(inner) || isCreateElement(inner)) return true;
   return false;
 }
 
@@ -52,7 +54,7 @@ function collectComponents(sf) {
   const components = [];
   const add = (nameNode, body, statement) => {
     if (!nameNode || !ts.isIdentifier(nameNode) || !isComponentName(nameNode.text)) return;
-    if (!body || !containsJsx(body)) return;
+    if (!body || !containsElements(body)) return;
     components.push({
       name: nameNode.text,
       ...span(nameNode, sf),
@@ -124,6 +126,24 @@ function elementEntry(opening, sf) {
   return { tag: opening.tagName.getText(sf), ...span(opening.tagName, sf), props };
 }
 
+/** The entry of `createElement(type, {props}, ...)`: its tag (a string's text, else the type's
+ * source) on the type argument (inside a string's quotes), its props when they are a literal. */
+function callEntry(call, sf) {
+  const type = call.arguments[0];
+  const isString = ts.isStringLiteralLike(type);
+  const at = isString ? { start: type.getStart(sf) + 1, end: type.getEnd() - 1 } : span(type, sf);
+  const props = [];
+  const literal = call.arguments[1];
+  if (literal && ts.isObjectLiteralExpression(literal)) {
+    for (const prop of literal.properties) {
+      if (prop.name && (ts.isIdentifier(prop.name) || ts.isStringLiteralLike(prop.name))) {
+        props.push({ name: prop.name.text, ...span(prop.name, sf) });
+      }
+    }
+  }
+  return { tag: isString ? type.text : type.getText(sf), ...at, props };
+}
+
 function textEntry(node, sf) {
   const raw = node.text;
   const trimmed = raw.trim();
@@ -145,7 +165,9 @@ export function summarize(sf) {
   for (const node of walk(sf)) {
     if (ts.isJsxSelfClosingElement(node) || ts.isJsxOpeningElement(node)) {
       elements.push({ ...elementEntry(node, sf), owners: ownersOf(node) });
-    } else if (ts.isJsxText(node) || (ts.isStringLiteralLike(node) && node.parent && ts.isJsxExpression(node.parent))) {
+    } else if (isCreateElement(node)) {
+      elements.push({ ...callEntry(node, sf), owners: ownersOf(node) });
+    } else if (ts.isJsxText(node) || isShownText(node)) {
       const entry = textEntry(node, sf);
       if (entry) texts.push({ ...entry, owners: ownersOf(node) });
     }

@@ -97,7 +97,7 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
     return { ok: false, diagnostics, summary: {}, render };
   }
   if (!target) {
-    const message = "Nothing to render: the file declares no component (a capitalised function or class returning JSX)";
+    const message = "Nothing to render: the file declares no component (a capitalised function or class returning JSX or React.createElement elements)";
     return { ok: false, diagnostics: [{ ...makeDiagnostic([0], 0, 0, message), rule: "render/no-component" }],
              summary: { ...summary, rendered: renderedSummary(code, null, null, summary.elements) }, render: { status: "error", message } };
   }

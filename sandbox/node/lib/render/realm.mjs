@@ -6,7 +6,6 @@ import fs from "node:fs";
 import path from "node:path";
 import vm from "node:vm";
 import { fileURLToPath } from "node:url";
-import { htmlStats } from "./html.mjs";
 import { readDom } from "./dom.mjs";
 import { locateError } from "./locate.mjs";
 
@@ -181,7 +180,7 @@ export function renderInRealm(realm, job) {
     if (htmlChars > job.maxHtmlChars) {
       Object.assign(result, { status: "output", message: `Render output too large (${htmlChars} characters; the limit is ${job.maxHtmlChars})` });
     } else {
-      Object.assign(result, { html, ...htmlStats(html), dom: { elements: dom.elements, texts: dom.texts } });
+      Object.assign(result, { html, ...dom.stats, dom: { elements: dom.elements, texts: dom.texts } });
     }
   }
   return finish(result, api, started);
