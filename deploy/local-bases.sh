@@ -43,9 +43,8 @@ NODE_VERSION=${NODE_VERSION%%-*}
 #    resolves to the local image of that name or to nothing.
 mkdir -p "$WORK"
 nproc=$(ulimit -Hu)
-pid_max=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo unlimited)
-[ "$nproc" = unlimited ] || [ "$pid_max" = unlimited ] || [ "$nproc" -le "$pid_max" ] || nproc=$pid_max
-[ "$nproc" != unlimited ] || nproc=$pid_max
+pid_max=$(cat /proc/sys/kernel/pid_max)
+if [ "$nproc" = unlimited ] || [ "$nproc" -gt "$pid_max" ]; then nproc=$pid_max; fi
 ulimits=()
 for limit in "nofile $(ulimit -Hn)" "nproc $nproc"; do
   read -r name value <<<"$limit"
@@ -118,7 +117,7 @@ EOF
       /END CERTIFICATE/ { if (file == 1) known[cert] = 1; else if (!(cert in known)) { n++; printf "%s", cert > (out n ".crt") } }
       END { print n + 0 }' "$rootfs/etc/ssl/certs/ca-certificates.crt" "$host_bundle" \
       | { read -r extra; say "$extra certificate(s) from this machine's trust store added"; }
-    chroot "$rootfs" update-ca-certificates >/dev/null
+    chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
   fi
 
   # 7. Slim, as Debian's slim images are, now and after every later apt-get install: apt keeps
@@ -146,7 +145,7 @@ EOF
     "$rootfs"/usr/share/lintian/* "$rootfs"/usr/share/locale/*
 
   # 8. Into podman's storage as an image.
-  tar --numeric-owner -C "$rootfs" -c . | podman import \
+  tar --numeric-owner -C "$rootfs" -c . | podman import --quiet \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["bash"]' - "$DEBIAN_IMAGE" >/dev/null
   rm -rf "$rootfs"
@@ -198,7 +197,8 @@ CMD ["python3"]
 EOF
   podman build --pull=never --quiet -t "$PYTHON_IMAGE" "$context" >/dev/null
   rm -rf "$context"
-  say "built $PYTHON_IMAGE ($(podman run --rm "$PYTHON_IMAGE" python --version), standing in for ${PYTHON_IMAGE#python:})"
+  tag=${PYTHON_IMAGE#python:}
+  say "built $PYTHON_IMAGE: Debian's $(podman run --rm "$PYTHON_IMAGE" python --version) under that tag (the official image has ${tag%%-*})"
 fi
 
 # 11. The caller's command, with this configuration.

@@ -43,10 +43,11 @@ pytestmark = pytest.mark.timeout(3600)  # the first test builds the bases and th
 
 IMAGE = "localhost/botgrpo-server:test-image"
 LEAN = "localhost/botgrpo-server:test-image-lean"
-BUILD = ("build", "--pull=never", "--format", "docker", "--ignorefile", "deploy/Dockerfile.server.dockerignore",
-         "-f", "deploy/Dockerfile.server")
-# measured 1.?? GB and ?? MB without Chromium (docs/deployment.md); torch alone would add ~0.8 GB
-SIZE_BUDGET = 2.0e9
+# as docs/deployment.md says; docker format keeps the HEALTHCHECK (OCI images have none)
+BUILD = ("build", "--pull=never", "--format", "docker", "-f", "deploy/Dockerfile.server")
+# measured 1.26 GB, 0.58 GB without Chromium (docs/deployment.md); torch's CPU wheel alone
+# would add about 0.7 GB
+SIZE_BUDGET = 1.5e9
 CHROMIUM_AT_LEAST = 250e6
 NAMESPACE_LAYERS = (iso.NO_NETWORK, iso.FS_VIEW, iso.DROP_PRIVILEGES)
 RELAXED = iso.CONTAINER_FLAGS.split()
@@ -74,7 +75,8 @@ def env(request) -> dict:
     done = subprocess.run([str(ROOT / "deploy" / "local-bases.sh"), "env"], capture_output=True, text=True,
                           timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
-    report(request, f"base images ready in {time.monotonic() - started:.0f} s ({done.stderr.strip()[-300:]})")
+    said = [line for line in done.stderr.splitlines() if line.startswith("local-bases:")]
+    report(request, f"base images ready in {time.monotonic() - started:.0f} s ({said[-1] if said else ''})")
     names = ("CONTAINERS_CONF", "CONTAINERS_REGISTRIES_CONF")
     found = dict(line.split("=", 1) for line in done.stdout.splitlines() if line.split("=", 1)[0] in names)
     assert set(found) == set(names), done.stdout[-2000:]
@@ -139,8 +141,8 @@ def test_the_image_holds_the_server_without_torch_within_its_size(env, image):
     found = in_image(env, image, "python -c 'import importlib.util as u; import botgrpo.reward_server; "
                                  "print(u.find_spec(\"torch\"))'")
     assert found.returncode == 0 and found.stdout.strip() == "None", found.stdout + found.stderr
-    # the build context left the host's node_modules and virtualenvs out (the .dockerignore)
-    assert in_image(env, image, "ls /src/sandbox/node/node_modules /src/.venv").returncode != 0
+    # the build context left the checkout's node_modules out (podman reads Dockerfile.server.dockerignore)
+    assert in_image(env, image, "ls /src/sandbox/node/node_modules").returncode != 0
     assert in_image(env, image, "test -x /opt/botgrpo/node/node_modules/.bin/tsc && id -u").stdout.strip() == "10001"
     assert size(env, image) < SIZE_BUDGET
 
@@ -156,6 +158,7 @@ def test_a_default_container_serves_scores_and_names_what_its_sandbox_lacks(env,
         assert isolation["active"] == [layer for layer in iso.ALL_LAYERS if layer not in NAMESPACE_LAYERS]
         assert "bubblewrap is installed" in isolation["hint"] and iso.CONTAINER_FLAGS in isolation["hint"]
         assert "install bubblewrap" not in isolation["hint"], isolation["hint"]
+        report(request, f"default container: /readyz isolation hint: {isolation['hint']}")
         check_react_and_math(url)
         refused = render(url)
         assert refused.status_code == 422 and iso.CONTAINER_FLAGS in refused.text, refused.text
