@@ -87,14 +87,23 @@ def size(env: dict, image: str) -> int:
     return int(podman(env, "image", "inspect", "--format", "{{.Size}}", image).stdout)
 
 
+def untagged(env: dict) -> set[str]:
+    return set(podman(env, "images", "--quiet", "--no-trunc", "--filter", "dangling=true").stdout.split())
+
+
 @pytest.fixture(scope="module")
 def image(env, request):
-    """The Dockerfile as it is, built from scratch (no cached layers of an earlier run)."""
+    """The Dockerfile as it is, built from scratch (no cached layers of an earlier run). Its
+    images go afterwards, the untagged first stage included, so runs do not pile up."""
+    before = untagged(env)
     started = time.monotonic()
     podman(env, *BUILD, "--no-cache", "-t", IMAGE, ".", timeout=3600)
     report(request, f"{IMAGE} built in {time.monotonic() - started:.0f} s, {size(env, IMAGE) / 1e9:.2f} GB")
     yield IMAGE
     subprocess.run(["podman", "rmi", "-f", IMAGE, LEAN], env=env, capture_output=True, timeout=300)
+    left = sorted(untagged(env) - before)
+    if left:
+        subprocess.run(["podman", "rmi", *left], env=env, capture_output=True, timeout=300)
 
 
 @contextmanager
