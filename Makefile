@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 BENCH_VENV ?= .venv-bench
 TRL_SPEC    ?= trl==1.16.0
 
-.PHONY: demo test test-trl test-wheel install bench bench-env clean
+.PHONY: demo test test-trl test-wheel test-image install bench bench-env clean
 
 # Runtime (what the demo needs) and the test tools (schemathesis, schema validators) separately,
 # so `make demo` on a fresh clone does not wait for the test-only downloads.
@@ -58,6 +58,12 @@ test-trl: bench-env
 # React and math through REST (tests/test_wheel.py; pip and npm reach their registries).
 test-wheel: $(VENV)/.installed-dev
 	BOTGRPO_REQUIRE_WHEEL=1 $(BIN)/python -m pytest tests/test_wheel.py $(PYTEST_ARGS)
+
+# The server image built from deploy/Dockerfile.server, unchanged and without a container
+# registry, then run and scored through REST (tests/test_image.py). Root, with podman, runc and
+# debootstrap: deploy/local-bases.sh makes the base images from Debian's archive and npm (once).
+test-image: $(VENV)/.installed-dev
+	BOTGRPO_REQUIRE_IMAGE=1 $(BIN)/python -m pytest tests/test_image.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis

@@ -11,7 +11,6 @@ from botgrpo.services.settings import load
 AUTO = "auto"
 # what `sandbox_require: auto` requires where the host can provide it (bubblewrap, unshare)
 AUTO_LAYERS = ("no_network", "fs_view", "drop_privileges")
-BUBBLEWRAP_HINT = "install bubblewrap (apt-get install bubblewrap)"
 
 
 class ServerSettings(BaseModel):
@@ -106,8 +105,9 @@ def isolation_report(settings: ServerSettings) -> dict[str, Any]:
     """The compiler sandbox's isolation on this host under ``settings`` (for /readyz and the
     start-up log): ``active`` layers (what :meth:`botgrpo.sandbox.node_pool.NodePool.active_layers`
     returns for the same configuration), ``missing`` ones (every known layer not active),
-    ``required`` ones, a ``hint`` naming what to install, and ``error`` when a required layer
-    is unavailable (the compiler pool then refuses to start)."""
+    ``required`` ones, a ``hint`` saying what the missing ones leave open and what gives them
+    (:func:`botgrpo.sandbox.isolation.missing_hint`), and ``error`` when a required layer is
+    unavailable (the compiler pool then refuses to start)."""
     from botgrpo.sandbox import isolation as iso
 
     config = iso.IsolationConfig(require=frozenset(settings.sandbox_require))
@@ -118,12 +118,11 @@ def isolation_report(settings: ServerSettings) -> dict[str, Any]:
     except iso.IsolationUnavailable as exc:
         active, error = frozenset(host.layers - config.disable), str(exc)
     missing = [layer for layer in iso.ALL_LAYERS if layer not in active]
-    hint = None
-    if {iso.FS_VIEW, iso.DROP_PRIVILEGES} & set(missing):
+    hint, how = None, iso.missing_hint(missing, host)
+    if how and {iso.FS_VIEW, iso.DROP_PRIVILEGES} & set(missing):
         user = "root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "this server's user"
-        hint = (f"without bubblewrap the compilers run as {user} and see the whole host filesystem; "
-                f"{BUBBLEWRAP_HINT}")
-    elif iso.NO_NETWORK in missing:
-        hint = "the compilers can reach the network; install util-linux (unshare) or bubblewrap"
+        hint = f"without bubblewrap's layers the compilers run as {user} and see the whole host filesystem; {how}"
+    elif how:
+        hint = f"the compilers can reach the network; {how}"
     return {"active": [layer for layer in iso.ALL_LAYERS if layer in active], "missing": missing,
             "required": sorted(config.require, key=iso.ALL_LAYERS.index), "hint": hint, "error": error}

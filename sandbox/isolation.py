@@ -18,6 +18,7 @@ import resource
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Iterable
 
 # Layer names (stable strings: they appear in configs, logs and pool.active_layers()).
 CLEAN_ENV = "clean_env"  # minimal environment: no inherited secrets (BOTGRPO_API_KEY, ...)
@@ -90,13 +91,23 @@ class IsolationConfig:
             raise ValueError(f"layer(s) both required and disabled: {sorted(conflicting)}")
 
 
+# What a container's default profiles take from bubblewrap, and the podman flags that give it
+# back (Docker spells the last one `--security-opt systempaths=unconfined`): docs/deployment.md.
+CONTAINER_FLAGS = "--security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt unmask=ALL"
+
+
 @dataclass(frozen=True)
 class HostCapabilities:
-    """What this host can do, probed by actually running the tools (not just finding them)."""
+    """What this host can do, probed by actually running the tools (not just finding them).
+
+    ``bwrap_failure``: what an installed bubblewrap said when its probe failed (e.g. ``bwrap:
+    Can't mount proc on /newroot/proc: Operation not permitted`` in a container); None where
+    it works or is not installed."""
 
     bwrap: bool
     unshare_net: bool
     rlimits: frozenset[str] = field(default_factory=frozenset)
+    bwrap_failure: str | None = None
 
     @property
     def layers(self) -> frozenset[str]:
@@ -108,12 +119,16 @@ class HostCapabilities:
         return frozenset(available)
 
 
-def _probe(argv: list[str]) -> bool:
+def _probe(argv: list[str]) -> str | None:
+    """None where ``argv`` succeeds, else why not (the last line of its stderr)."""
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+    except (OSError, subprocess.SubprocessError) as error:
+        return str(error) or type(error).__name__
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1][:300] if lines else f"exit status {done.returncode}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -122,17 +137,38 @@ def detect() -> HostCapabilities:
     bwrap = shutil.which("bwrap")
     unshare = shutil.which("unshare")
     true_bin = shutil.which("true") or "/bin/true"
-    bwrap_ok = bool(bwrap) and _probe(
+    bwrap_failure = _probe(
         [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
          "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
          "--", true_bin]
-    )
-    unshare_ok = bool(unshare) and _probe([unshare, "--net", "--", true_bin])
+    ) if bwrap else None
+    unshare_ok = bool(unshare) and _probe([unshare, "--net", "--", true_bin]) is None
     has_prlimit = shutil.which("prlimit") is not None  # launcher applies limits via prlimit(1)
     rlimits = frozenset(
         layer for layer, name in _RLIMIT_LAYERS.items() if has_prlimit and hasattr(resource, name)
     )
-    return HostCapabilities(bwrap=bwrap_ok, unshare_net=unshare_ok, rlimits=rlimits)
+    return HostCapabilities(bwrap=bool(bwrap) and bwrap_failure is None, unshare_net=unshare_ok, rlimits=rlimits,
+                            bwrap_failure=bwrap_failure)
+
+
+def missing_hint(missing: Iterable[str], host: HostCapabilities | None = None) -> str | None:
+    """What would give this host the ``missing`` layers; None where they are turned off, not lacking.
+
+    Bubblewrap's layers: install it where it is absent. Where it is installed but its probe
+    failed, the host forbids what it needs (user, pid and mount namespaces and a fresh /proc):
+    what it said, and what restores it in a container."""
+    wanted = {FS_VIEW, DROP_PRIVILEGES, NO_NETWORK} & set(missing)
+    host = host or detect()
+    if host.bwrap or not wanted or (wanted == {NO_NETWORK} and host.unshare_net):
+        return None
+    if host.bwrap_failure:
+        return (f"bubblewrap is installed but cannot create its namespaces here ({host.bwrap_failure}): a "
+                f"container's default seccomp and AppArmor profiles and its masked /proc forbid them; run the "
+                f"container with {CONTAINER_FLAGS} (Docker: systempaths=unconfined for unmask=ALL; "
+                f"docs/deployment.md), or, outside a container, allow unprivileged user namespaces")
+    if wanted == {NO_NETWORK}:
+        return "install util-linux (unshare) or bubblewrap"
+    return "install bubblewrap (apt-get install bubblewrap)"
 
 
 def resolve_layers(config: IsolationConfig, host: HostCapabilities | None = None) -> frozenset[str]:
@@ -140,10 +176,7 @@ def resolve_layers(config: IsolationConfig, host: HostCapabilities | None = None
     host = host or detect()
     missing = sorted(config.require - host.layers, key=ALL_LAYERS.index)
     if missing:
-        hint = "install bubblewrap (apt-get install bubblewrap)" if {FS_VIEW, DROP_PRIVILEGES} & set(
-            missing
-        ) else "needs unshare(1) or bubblewrap with namespace support"
-        raise IsolationUnavailable(missing, hint)
+        raise IsolationUnavailable(missing, missing_hint(missing, host) or "not available on this host")
     return frozenset(host.layers - config.disable)
 
 
@@ -161,8 +194,7 @@ def render_refusal(layers: frozenset[str], allow_unisolated: bool = False) -> st
     missing = [layer for layer in RENDER_LAYERS if layer not in layers]
     if not missing or allow_unisolated or render_opted_out():
         return None
-    hint = ("install bubblewrap (apt-get install bubblewrap) on a host with user namespaces"
-            if {FS_VIEW, DROP_PRIVILEGES} & set(missing) else "needs unshare(1) or bubblewrap with namespace support")
+    hint = missing_hint(missing) or "not available on this host"
     return (f"level 'render' executes model-written code and needs the sandbox layers {', '.join(missing)}, "
             f"which this host lacks: {hint}; compiling (syntax, build, typecheck) still works. To render without "
             f"them anyway, set {RENDER_OPT_OUT_ENV}=1")

@@ -124,6 +124,57 @@ def test_required_layer_missing_fails_closed():
     assert "no_network" in str(info.value) and "fs_view" in str(info.value)
 
 
+CONTAINER_BWRAP = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted"
+
+
+@pytest.fixture
+def host_path(tmp_path, monkeypatch):
+    """A PATH holding prlimit and true, and a bwrap of the test's choosing; detect() re-probes
+    under it, and again with the real PATH afterwards."""
+    import shutil
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("prlimit", "true"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    iso.detect.cache_clear()
+    yield bin_dir
+    iso.detect.cache_clear()
+
+
+@pytest.mark.parametrize("bwrap", ["broken", "absent"])
+def test_the_hint_says_what_is_missing_where_bubblewrap_is_installed_but_fails(host_path, bwrap):
+    """In a container with the default profiles bubblewrap is installed and fails (as in the
+    server image under podman): the hint quotes it and names the run flags, not an install."""
+    from botgrpo.reward_server.settings import ServerSettings, isolation_report
+    if bwrap == "broken":
+        fake = host_path / "bwrap"
+        fake.write_text(f"#!/bin/sh\necho \"{CONTAINER_BWRAP}\" >&2\nexit 1\n")
+        fake.chmod(0o755)
+    host = iso.detect()
+    assert not host.bwrap and not {iso.FS_VIEW, iso.DROP_PRIVILEGES, iso.NO_NETWORK} & host.layers
+    with pytest.raises(iso.IsolationUnavailable) as refused:
+        iso.resolve_layers(iso.IsolationConfig(require={iso.FS_VIEW}))
+    texts = {"report": isolation_report(ServerSettings())["hint"], "required": str(refused.value),
+             "render": iso.render_refusal(host.layers)}
+    for where, text in texts.items():
+        if bwrap == "broken":
+            assert "install bubblewrap" not in text, (where, text)
+            assert CONTAINER_BWRAP in text and "--security-opt seccomp=unconfined" in text, (where, text)
+            assert "--security-opt apparmor=unconfined" in text and "--security-opt unmask=ALL" in text, (where, text)
+        else:
+            assert "apt-get install bubblewrap" in text and "seccomp" not in text, (where, text)
+    assert host.bwrap_failure == (CONTAINER_BWRAP if bwrap == "broken" else None)
+
+
+def test_no_hint_for_layers_the_host_has():
+    works = iso.HostCapabilities(bwrap=True, unshare_net=True)
+    assert iso.missing_hint([iso.FS_VIEW], works) is None  # turned off by the operator, not lacking
+    only_unshare = iso.HostCapabilities(bwrap=False, unshare_net=True)
+    assert iso.missing_hint([iso.NO_NETWORK], only_unshare) is None
+    assert "unshare" in iso.missing_hint([iso.NO_NETWORK], iso.HostCapabilities(bwrap=False, unshare_net=False))
+
+
 def test_pool_start_fails_closed(monkeypatch):
     bare = iso.HostCapabilities(bwrap=False, unshare_net=True, rlimits=frozenset())
     monkeypatch.setattr(iso, "detect", lambda: bare)

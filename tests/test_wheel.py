@@ -26,21 +26,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.rest_checks import check_react_and_math
+
 ROOT = Path(__file__).resolve().parents[1]
 if not os.environ.get("BOTGRPO_REQUIRE_WHEEL"):
     pytest.skip("the installed-wheel test runs in make test-wheel (BOTGRPO_REQUIRE_WHEEL=1)", allow_module_level=True)
-
-GOOD_TSX = """```tsx
-export default function Greeting({ name }: { name: string }) {
-  return <p>Hello, {name}</p>;
-}
-```"""
-TYPE_ERROR_TSX = """```tsx
-export default function Count() {
-  const n: number = "three";
-  return <p>{n}</p>;
-}
-```"""
 
 
 def _run(*argv, cwd, env=None, timeout=900) -> subprocess.CompletedProcess:
@@ -116,21 +106,7 @@ def test_base_install_then_server_extra_serves_and_scores(venv):
             assert time.monotonic() < deadline, (tmp / "serve.log").read_text()[-3000:]
             time.sleep(1)
 
-        def score(task, completion, options=None, reference=None):
-            body = {"task": task, "options": options or {},
-                    "rollouts": [{"id": "a", "completion": completion, "reference": reference}]}
-            reply = httpx.post(f"{url}/v1/rewards", json=body, timeout=120)
-            assert reply.status_code == 200, reply.text
-            return reply.json()["results"][0]
-
-        assert score("react", GOOD_TSX, {"level": "build"})["passed"] is True
-        assert score("react", GOOD_TSX, {"level": "typecheck"})["passed"] is True
-        wrong = score("react", TYPE_ERROR_TSX, {"level": "typecheck"})
-        assert wrong["passed"] is False and min(wrong["token_scores"]) < 0
-        assert score("react", TYPE_ERROR_TSX, {"level": "build"})["passed"] is True  # only the checker sees it
-        right = score("math", "3 * 4 = 12, so \\boxed{12}", reference={"answer": "12"})
-        assert right["passed"] is True and right["score"] == 1.0
-        assert score("math", "\\boxed{13}", reference={"answer": "12"})["passed"] is False
+        check_react_and_math(url)
     finally:
         server.terminate()
         server.wait(timeout=60)
