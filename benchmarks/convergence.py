@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from benchmarks import convergence_report as report
+from botgrpo.compare import stats
 from botgrpo.trainer.tasks import arith
 from botgrpo.trainer.tasks.base import write_jsonl
 
@@ -335,11 +336,11 @@ def _speedup(groups, label: str, threshold: float, budget: Budget) -> Optional[t
     None where no run of either reaches it (a ratio of two censored budgets is no tie)."""
     if "grpo" not in groups or label not in groups:
         return None
-    if all(report.steps_to_threshold(r["evals"], threshold) is None for m in ("grpo", label) for r in groups[m]):
+    if all(stats.steps_to_threshold(r["evals"], threshold) is None for m in ("grpo", label) for r in groups[m]):
         return None
-    steps = {m: [report.censored_steps(r["evals"], threshold, budget.steps, budget.eval_every) for r in groups[m]]
+    steps = {m: [stats.censored_steps(r["evals"], threshold, budget.steps, budget.eval_every) for r in groups[m]]
              for m in ("grpo", label)}
-    return report.ratio_ci(steps["grpo"], steps[label])
+    return stats.ratio_ci(steps["grpo"], steps[label])
 
 
 def recorded(root: Path, budget: Budget, command: str) -> tuple[Budget, str]:
