@@ -28,7 +28,6 @@ steps to BoT-GRPO's with its interval. Resumable: each finished run is a JSON fi
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shlex
@@ -43,6 +42,7 @@ from typing import Any, Callable, Optional
 
 from benchmarks import convergence_report as report
 from botgrpo.compare import stats
+from botgrpo.compare.cells import fingerprint
 from botgrpo.trainer.tasks import arith
 from botgrpo.trainer.tasks.base import write_jsonl
 
@@ -233,14 +233,6 @@ def _commit() -> str:
 
 
 # --------------------------------------------------------------------------- the study
-def fingerprint(model_dir: str | Path) -> str:
-    """A digest of every file of a warm start: which policy a run started from."""
-    root, digest = Path(model_dir), hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def foreign_runs(records: list[dict[str, Any]], starts: dict[str, str]) -> list[str]:
     """Keys of finished runs of these tasks that began from another warm start than ``starts``
     (records without a fingerprint predate it and count as foreign): resuming beside them would

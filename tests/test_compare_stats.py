@@ -1,10 +1,13 @@
-"""The study statistics (botgrpo.compare.stats) on hand-computed cases."""
+"""The study statistics (botgrpo.compare.stats, .power, .endpoints) on hand-computed cases."""
 import itertools
 import math
 import random
+from statistics import NormalDist
 
+import numpy as np
 import pytest
 
+from botgrpo.compare import power as pw
 from botgrpo.compare import stats as s
 
 
@@ -137,3 +140,52 @@ def test_holm_adjusts_step_down_and_stays_monotone():
     # monotone: a later p smaller after scaling is raised to the earlier adjusted one; capped at 1
     assert s.holm({"x": 0.02, "y": 0.021, "z": 0.9}) == pytest.approx({"x": 0.06, "y": 0.06, "z": 0.9})
     assert s.holm({"x": 0.6, "y": 0.7}) == pytest.approx({"x": 1.0, "y": 1.0})
+
+
+# --------------------------------------------------------------------------- power
+def test_power_is_zero_where_the_exact_test_cannot_reject():
+    """With 5 seeds the smallest p is 2/32 = 0.0625 > 0.05: no effect is ever detected."""
+    assert pw.power(5.0, 1.0, 5, 0.05) == 0.0
+    assert pw.detectable_effect(1.0, 5, 0.05) == math.inf
+    assert pw.smallest_p(6) == pytest.approx(0.03125)
+
+
+def test_power_at_six_seeds_matches_the_closed_form():
+    """At 6 seeds and alpha 0.05 the exact test rejects only when all six differences share a sign
+    (p = 2/64; any other pattern has p >= 4/64), so power = Phi(delta/sd)^6 + Phi(-delta/sd)^6."""
+    for delta in (0.5, 1.0, 2.0):
+        phi = NormalDist().cdf(delta)
+        exact = phi ** 6 + (1 - phi) ** 6
+        estimate = pw.power(delta, 1.0, 6, 0.05, draws=20_000)
+        assert estimate == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 20_000) + 1e-3)
+
+
+def test_the_normal_approximation_agrees_with_the_exact_decisions_where_it_takes_over():
+    """Above EXACT_MAX seeds power uses the normal approximation of the sign-flip statistic: on
+    the same simulated studies it rejects almost as often as the exact test (a little less)."""
+    delta = math.log(1.2)
+    for n in (pw.EXACT_MAX, pw.EXACT_MAX + 2):
+        exact = pw.power(delta, 0.24, n, 0.05, draws=2000, exact=True)
+        normal = pw.power(delta, 0.24, n, 0.05, draws=2000, exact=False)
+        assert abs(exact - normal) < 0.03 and normal <= exact + 0.005
+    d = np.array([[1.0, 1.0, 1.0, 1.0, 1.0, 1.0]])
+    assert pw.rejects_exact(d, 0.05)[0] and not pw.rejects_exact(d[:, :5], 0.05)[0]
+
+
+def test_the_detectable_effect_and_the_seeds_needed_invert_the_power_curve():
+    sd, n, alpha = 0.3, 20, 0.05
+    mde = pw.detectable_effect(sd, n, alpha)
+    assert pw.power(mde, sd, n, alpha) >= 0.8 > pw.power(mde * 0.98, sd, n, alpha)
+    # the normal-theory value (z_0.975 + z_0.8) * sd / sqrt(n) = 0.188; a t-like test needs a little more
+    assert 0.18 < mde < 0.22
+    needed = pw.seeds_needed(math.log(1.2), 0.24, alpha)
+    assert pw.power(math.log(1.2), 0.24, needed, alpha) >= 0.8 > pw.power(math.log(1.2), 0.24, needed - 1, alpha)
+    assert pw.detectable_effect(0.0, 10, alpha) == 0.0 and pw.detectable_effect(0.0, 4, alpha) == math.inf
+
+
+def test_the_estimate_from_pilots_uses_their_sd_and_states_the_study_power():
+    e = pw.estimate("a", "b", {100: 0.1, 101: 0.3, 102: 0.2}, seeds=30, alpha=0.05, target=math.log(1.2))
+    assert e.sd == pytest.approx(0.1) and e.pilot_seeds == [100, 101, 102]
+    assert e.power_at_target > 0.95 and e.detectable < math.log(1.2) and e.seeds_for_target <= 10
+    with pytest.raises(ValueError, match="at least 2 pilot seeds"):
+        pw.estimate("a", "b", {100: 0.1}, seeds=30, alpha=0.05, target=0.1)
