@@ -417,3 +417,16 @@ def test_a_censored_run_counts_at_the_censoring_value_and_a_start_above_the_thre
     assert by["primary"]["b_values"] == [15.0] * 6 and by["primary"]["effect"] == pytest.approx(2.0)
     assert by["gate"]["status"] == "undefined" and "threshold is not above its start" in by["gate"]["verdict"]
     assert "(c)" in (layout.results / "report.md").read_text()
+
+
+def test_the_worked_example_protocol_is_valid_and_every_arm_is_a_training_config(tmp_path):
+    """docs/examples/compare_react.yaml (docs/compare.md): loads, and each arm's config is what
+    `botgrpo train` accepts (the setup's paths stood in for: building the warm start takes minutes)."""
+    root = Path(__file__).resolve().parents[1]
+    protocol = load(root / "docs" / "examples" / "compare_react.yaml")
+    assert [role for role, _ in protocol.comparisons()] == ["gate", "primary", "exploratory"]
+    assert protocol.setup.function == "botgrpo.demo:setup" and len(protocol.seeds.study) == 20
+    from botgrpo import demo
+    assert callable(demo.setup)
+    start = {**protocol.base_values(), "model": "m", "dataset": "d.jsonl", "eval_dataset": "e.jsonl"}
+    c.validate(protocol, start, tmp_path)
