@@ -51,6 +51,17 @@ def run(args: argparse.Namespace) -> int:
     options = study.Options(jobs=args.jobs, threads=threads, nice=args.nice, save_every=args.save_every,
                             arms=args.arms)
     out = sys.stdout
+    try:
+        return _run(args, protocol, layout, options, out)
+    except KeyboardInterrupt:
+        print("botgrpo compare: interrupted; the unfinished cells start again (or resume) on the next run",
+              file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace, protocol, layout, options, out) -> int:
+    from botgrpo.compare import study
+
     if args.pilot:
         return study.pilot(protocol, layout, options, out)
     if args.power:

@@ -244,20 +244,24 @@ def markdown(protocol: Protocol, lock: Lock, records: Records, results: list[Res
             lines += [f"| {s} | {x:.4g} | {y:.4g} | {d:+.4f} |" for s, x, y, d in
                       zip(r.seeds, r.a_values, r.b_values, r.differences or [math.nan] * len(r.seeds))]
             lines.append("")
-    lines += ["## Per arm", "", f"{endpoint.describe} per seed" + (" ((c): never reached, censored)"
-                                                                    if endpoint.name == "steps_to_threshold" else "")
-              + "; collapses; final held-out pass rate (mean).", "",
-              "| arm | " + " | ".join(f"s{s}" for s in study) + " | mean | collapses | final |",
-              "| --- " * (len(study) + 4) + "|"]
+    lines += ["## Per arm", "", f"{endpoint.describe} on each seed" + (" ((c): never reached, censored)"
+                                                                        if endpoint.name == "steps_to_threshold" else "")
+              + "; below: the mean, the collapsed runs, the mean final held-out pass rate.", "",
+              "| seed | " + " | ".join(arms) + " |", "| --- " * (len(arms) + 1) + "|"]
     values = run_values(protocol, records, endpoint)
-    for arm in arms:
-        mine = [(s, values[(arm, s)]) for s in study if (arm, s) in records]
-        cells = [_fmt_value(protocol, values[(arm, s)].value, values[(arm, s)].censored) if (arm, s) in records else "-"
-                 for s in study]
-        mean = f"{statistics.mean(v.value for _, v in mine):.4g}" if mine else "-"
-        falls = sum(collapsed(records[(arm, s)], drop=protocol.collapse_drop) for s, _ in mine)
-        final = f"{statistics.mean(records[(arm, s)]['evals'][-1]['pass_rate'] for s, _ in mine):.3f}" if mine else "-"
-        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {mean} | {falls}/{len(mine)} | {final} |")
+    for seed in study:
+        lines.append(f"| {seed} | " + " | ".join(
+            _fmt_value(protocol, values[(arm, seed)].value, values[(arm, seed)].censored) if (arm, seed) in records
+            else "-" for arm in arms) + " |")
+    mine = {arm: [s for s in study if (arm, s) in records] for arm in arms}
+    summary = {
+        "mean": lambda arm: f"{statistics.mean(values[(arm, s)].value for s in mine[arm]):.4g}",
+        "collapsed": lambda arm: f"{sum(collapsed(records[(arm, s)], drop=protocol.collapse_drop) for s in mine[arm])}"
+                                 f"/{len(mine[arm])}",
+        "final": lambda arm: f"{statistics.mean(records[(arm, s)]['evals'][-1]['pass_rate'] for s in mine[arm]):.3f}",
+    }
+    for name, cell in summary.items():
+        lines.append(f"| **{name}** | " + " | ".join(cell(arm) if mine[arm] else "-" for arm in arms) + " |")
     lines += ["", "## Power (from the pilots, locked with the protocol)", ""]
     lines += power_lines(protocol, power) if power else ["No power estimate was locked with this protocol.", ""]
     lines += ["## Figures", "", "![held-out curves](curves.png)", "", "![per-seed paired differences](differences.png)",
