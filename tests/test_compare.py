@@ -303,7 +303,7 @@ def test_power_comes_from_the_pilots_paired_log_ratios(tmp_path):
     start = c.shared_start(protocol, layout)
     # b needs 8 steps on each pilot seed; a 8/e^0.1, 8/e^0.2, 8/e^0.3: paired log ratios 0.1, 0.2, 0.3 (SD 0.1)
     for seed, gain in zip(protocol.seeds.pilot, (0.1, 0.2, 0.3)):
-        for arm, steps in (("a", 8 / math.exp(gain)), ("b", 8.0), ("c", 6.0)):
+        for arm, steps in (("a", 8 / math.exp(gain)), ("b", 8.0), ("c", 6.0 if seed < 102 else 30.0)):
             ident = c.identity(protocol, {}, start, c.Cell(arm, seed, "pilot"))
             put(layout, record(arm, seed, "pilot", crossing(steps), cell=ident))
     put(layout, record("a", 100, "pilot", crossing(9.0), cell="stale"))   # a record of another config: left out
@@ -311,7 +311,9 @@ def test_power_comes_from_the_pilots_paired_log_ratios(tmp_path):
     primary, gate = data["comparisons"]["a vs b"], data["comparisons"]["c vs b"]
     assert primary["role"] == "primary" and primary["pilot_seeds"] == [101, 102]
     assert primary["differences"] == pytest.approx([0.2, 0.3]) and primary["sd"] == pytest.approx(math.sqrt(0.005))
-    assert gate["sd"] == pytest.approx(0.0) and gate["pilot_seeds"] == [100, 101, 102]
+    # c never reaches 0.5 on seed 102 (censored at 15): log(8/6) twice, then log(8/15)
+    assert gate["differences"] == pytest.approx([math.log(8 / 6)] * 2 + [math.log(8 / 15)])
+    assert gate["censored_runs"] == 1 and primary["censored_runs"] == 0 and gate["pilot_seeds"] == [100, 101, 102]
     assert primary["seeds"] == 6 and primary["alpha"] == 0.05 and primary["target"] == pytest.approx(math.log(1.2))
     assert json.loads((protocol.results_dir / "power.json").read_text()) == data
     # the lock carries it; a power estimate of another protocol version is refused

@@ -281,7 +281,10 @@ def power_lines(protocol: Protocol, power: dict[str, Any]) -> list[str]:
                      f"{_detectable(protocol, e)} with power {e['level']:.0%}; at the "
                      f"target {_effect_words(protocol, endpoint.effect(e['target']))} its power is "
                      f"{e['power_at_target']:.2f}, and {needed if needed else 'more than 400'} seeds give "
-                     f"{e['level']:.0%}.")
+                     f"{e['level']:.0%}."
+                     + (f" {e['censored_runs']} pilot runs never reached the threshold (censored): their spread "
+                        "is not measured; a longer budget or a lower threshold measures it" if e.get("censored_runs")
+                        else ""))
     return lines + [""]
 
 

@@ -151,13 +151,14 @@ def estimate_power(protocol: Protocol, layout: c.Layout) -> dict[str, Any]:
     for role, comparison in protocol.comparisons():
         if role == "exploratory":
             continue
-        diffs = {}
+        diffs, censored = {}, 0
         for seed in protocol.seeds.pilot:
             if (comparison.a, seed) in records and (comparison.b, seed) in records:
-                a = endpoint.value(records[(comparison.a, seed)]["evals"], protocol).value
-                b = endpoint.value(records[(comparison.b, seed)]["evals"], protocol).value
+                a = endpoint.value(records[(comparison.a, seed)]["evals"], protocol)
+                b = endpoint.value(records[(comparison.b, seed)]["evals"], protocol)
+                censored += a.censored + b.censored
                 try:
-                    diffs[seed] = endpoint.difference(a, b)
+                    diffs[seed] = endpoint.difference(a.value, b.value)
                 except EndpointUndefined as exc:
                     raise SettingsError(f"pilot seed {seed}, {comparison.label()}: {exc}") from None
         if len(diffs) < 2:
@@ -170,7 +171,7 @@ def estimate_power(protocol: Protocol, layout: c.Layout) -> dict[str, Any]:
         p = protocol.power
         estimate = power_.estimate(comparison.a, comparison.b, diffs, len(protocol.seeds.study), alpha,
                                    endpoint.from_effect(p.target), p.level, p.draws, p.seed)
-        out[comparison.label()] = {"role": role, **estimate.as_dict()}
+        out[comparison.label()] = {"role": role, **estimate.as_dict(), "censored_runs": censored}
     data = {"protocol_hash": digest(canonical(protocol)), "endpoint": endpoint.name,
             "method": power_.describe(protocol.power.draws), "comparisons": out}
     path = layout.results / POWER
@@ -202,6 +203,9 @@ def study(protocol: Protocol, layout: c.Layout, options: Options, stream: TextIO
     with exclusive(layout):
         start = prepare(protocol, layout)
         held = lock(protocol, layout, require_power, start)
+        if not held.protocol_committed:
+            print("note: the protocol file was not committed when the study was locked; commit it with lock.json",
+                  file=stream, flush=True)
         _, failed = run_cells(protocol, layout, "study", held.protocol_hash, start, options, stream)
     _print_failures(failed, stream)
     report(protocol, layout, stream)
