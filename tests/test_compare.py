@@ -427,7 +427,7 @@ def test_the_worked_example_protocol_is_valid_and_every_arm_is_a_training_config
     root = Path(__file__).resolve().parents[1]
     protocol = load(root / "docs" / "examples" / "compare_react.yaml")
     assert [role for role, _ in protocol.comparisons()] == ["gate", "primary", "exploratory"]
-    assert protocol.setup.function == "botgrpo.demo:setup" and len(protocol.seeds.study) == 20
+    assert protocol.setup.function == "botgrpo.demo:setup" and len(protocol.seeds.study) == 25
     from botgrpo import demo
     assert callable(demo.setup)
     start = {**protocol.base_values(), "model": "m", "dataset": "d.jsonl", "eval_dataset": "e.jsonl"}
