@@ -71,6 +71,7 @@ def plan(protocol: Protocol, role: str, arms: Optional[Iterable[str]] = None) ->
     by seed. Pilot: the pilot seeds of the primary's and the gate's arms. ``arms``: only these
     (for a pilot, any arms)."""
     gate = [protocol.gate] if protocol.gate else []
+    arms = None if arms is None else list(arms)
     if arms is not None:
         unknown = sorted(set(arms) - set(protocol.arms))
         if unknown:
