@@ -28,7 +28,6 @@ steps to BoT-GRPO's with its interval. Resumable: each finished run is a JSON fi
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shlex
@@ -42,6 +41,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from benchmarks import convergence_report as report
+from botgrpo.compare import stats
+from botgrpo.compare.cells import fingerprint
 from botgrpo.trainer.tasks import arith
 from botgrpo.trainer.tasks.base import write_jsonl
 
@@ -232,14 +233,6 @@ def _commit() -> str:
 
 
 # --------------------------------------------------------------------------- the study
-def fingerprint(model_dir: str | Path) -> str:
-    """A digest of every file of a warm start: which policy a run started from."""
-    root, digest = Path(model_dir), hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def foreign_runs(records: list[dict[str, Any]], starts: dict[str, str]) -> list[str]:
     """Keys of finished runs of these tasks that began from another warm start than ``starts``
     (records without a fingerprint predate it and count as foreign): resuming beside them would
@@ -335,11 +328,11 @@ def _speedup(groups, label: str, threshold: float, budget: Budget) -> Optional[t
     None where no run of either reaches it (a ratio of two censored budgets is no tie)."""
     if "grpo" not in groups or label not in groups:
         return None
-    if all(report.steps_to_threshold(r["evals"], threshold) is None for m in ("grpo", label) for r in groups[m]):
+    if all(stats.steps_to_threshold(r["evals"], threshold) is None for m in ("grpo", label) for r in groups[m]):
         return None
-    steps = {m: [report.censored_steps(r["evals"], threshold, budget.steps, budget.eval_every) for r in groups[m]]
+    steps = {m: [stats.censored_steps(r["evals"], threshold, budget.steps, budget.eval_every) for r in groups[m]]
              for m in ("grpo", label)}
-    return report.ratio_ci(steps["grpo"], steps[label])
+    return stats.ratio_ci(steps["grpo"], steps[label])
 
 
 def recorded(root: Path, budget: Budget, command: str) -> tuple[Budget, str]:

@@ -1,103 +1,20 @@
-"""Statistics, tables and plots of the convergence study (pure functions over run records).
+"""Tables and plots of the convergence study (pure functions over run records).
 
 A run record is what :func:`benchmarks.convergence.train_one` writes: ``evals`` (a list of
 ``{"step", "pass_rate", "spec_rate"}``, the first at step 0) plus its identity (``task``,
 ``label``, ``seed``, ``method``). Everything here is deterministic: bootstrap resampling uses a
-fixed seed.
+fixed seed. The statistics themselves (steps to a threshold, area under the curve, collapses,
+the exact sign-flip test, Holm, bootstrap intervals) are :mod:`botgrpo.compare.stats`'s.
 """
 from __future__ import annotations
 
-import itertools
-import random
 import statistics
 from typing import Any, Callable, Optional, Sequence
 
+from botgrpo.compare.stats import (area_under_curve, bootstrap_ci, censored_steps, collapsed, holm, sign_flip_p,
+                                   steps_to_threshold)
+
 Record = dict[str, Any]
-RESAMPLES = 10_000
-COLLAPSE_DROP = 0.1   # an evaluation this far below the start is a collapse (set before the next study's runs)
-
-
-def steps_to_threshold(evals: Sequence[Record], threshold: float) -> Optional[int]:
-    """The first evaluated step whose held-out pass rate reaches ``threshold`` (None: never)."""
-    return next((e["step"] for e in evals if e["pass_rate"] >= threshold), None)
-
-
-def censored_steps(evals: Sequence[Record], threshold: float, budget: int, every: int) -> float:
-    """:func:`steps_to_threshold`, with a run that never gets there counted at ``budget + every``
-    (a lower bound on its true value: it makes the ratio of a never-reaching method conservative)."""
-    reached = steps_to_threshold(evals, threshold)
-    return float(budget + every if reached is None else reached)
-
-
-def area_under_curve(evals: Sequence[Record], key: str = "pass_rate") -> float:
-    """Mean of the curve over the steps it spans (trapezoids), in [0, 1]: ``int_0^T p(s) ds / T``."""
-    points = [(e["step"], e[key]) for e in evals if e.get(key) is not None]
-    if len(points) < 2:
-        return points[0][1] if points else float("nan")
-    area = sum((s1 - s0) * (p0 + p1) / 2 for (s0, p0), (s1, p1) in zip(points, points[1:]))
-    return area / (points[-1][0] - points[0][0])
-
-
-def bootstrap_ci(values: Sequence[float], statistic: Callable[[Sequence[float]], float] = statistics.mean,
-                 level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """``(estimate, low, high)``: the statistic and its percentile bootstrap interval over seeds."""
-    values = list(values)
-    estimate = statistic(values)
-    if len(values) < 2:
-        return estimate, float("nan"), float("nan")
-    rng = random.Random(seed)
-    draws = sorted(statistic(rng.choices(values, k=len(values))) for _ in range(RESAMPLES))
-    tail = (1 - level) / 2
-    return estimate, draws[int(tail * RESAMPLES)], draws[min(RESAMPLES - 1, int((1 - tail) * RESAMPLES))]
-
-
-def ratio_ci(numerator: Sequence[float], denominator: Sequence[float], level: float = 0.95,
-             seed: int = 0) -> tuple[float, float, float]:
-    """``mean(numerator) / mean(denominator)`` with a bootstrap interval, both samples resampled
-    independently (the seeds of two methods are not paired trajectories)."""
-    num, den = list(numerator), list(denominator)
-    estimate = statistics.mean(num) / statistics.mean(den)
-    if len(num) < 2 or len(den) < 2:
-        return estimate, float("nan"), float("nan")
-    rng = random.Random(seed)
-    draws = sorted(statistics.mean(rng.choices(num, k=len(num))) / statistics.mean(rng.choices(den, k=len(den)))
-                   for _ in range(RESAMPLES))
-    tail = (1 - level) / 2
-    return estimate, draws[int(tail * RESAMPLES)], draws[min(RESAMPLES - 1, int((1 - tail) * RESAMPLES))]
-
-
-def collapsed(record: Record, cap: Optional[int] = None, drop: float = COLLAPSE_DROP) -> bool:
-    """A run collapsed if *any* evaluation is more than ``drop`` below its step-0 pass rate, or
-    its per-step mean completion length ever reached the cap (>= 95% of ``cap`` tokens: nearly
-    every completion cut off). A run that falls to 0 mid-way and recovers counts: its final
-    rate alone would hide it."""
-    evals = record["evals"]
-    fell = any(e["pass_rate"] < evals[0]["pass_rate"] - drop for e in evals[1:])
-    lengths = record.get("lengths") or []
-    return fell or (cap is not None and bool(lengths) and max(lengths) >= 0.95 * cap)
-
-
-def sign_flip_p(differences: Sequence[float]) -> float:
-    """Exact two-sided paired sign-flip test of ``mean(d) = 0``: the share of the ``2^n`` sign
-    assignments of the per-seed differences whose mean is at least as far from 0 as the observed
-    one. With 5 seeds the smallest possible p is 2/32 = 0.0625."""
-    d = [float(x) for x in differences]
-    if not d:
-        return float("nan")
-    observed = abs(sum(d))
-    hits = sum(abs(sum(s * x for s, x in zip(signs, d))) >= observed - 1e-12
-               for signs in itertools.product((1, -1), repeat=len(d)))
-    return hits / 2 ** len(d)
-
-
-def holm(pvalues: dict[str, float]) -> dict[str, float]:
-    """Holm-Bonferroni adjusted p-values (step-down, made monotone; NaN stays NaN)."""
-    ranked = sorted((p, k) for k, p in pvalues.items() if p == p)
-    out, running = {k: p for k, p in pvalues.items() if p != p}, 0.0
-    for i, (p, k) in enumerate(ranked):
-        running = max(running, min(1.0, (len(ranked) - i) * p))
-        out[k] = running
-    return out
 
 
 def paired(records: Sequence[Record], baseline: Sequence[Record], value: Callable[[Record], float]) -> list[float]:

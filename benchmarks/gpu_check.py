@@ -321,8 +321,8 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
     """The pre-registered comparison of docs/results/smollm2_rl/protocol.md on a real checkpoint
     (part 4): every arm x seed from the same start, prompts and budget."""
     from botgrpo.embedded import EmbeddedServer
-    from botgrpo.trainer.recipes import (STUDY_ARMS, STUDY_PAIRS, EngineUnavailable, choose_engine, paired_verdict,
-                                         plot_runs)
+    from botgrpo.compare.stats import paired_verdict
+    from botgrpo.trainer.recipes import MIN_GAP, STUDY_ARMS, STUDY_PAIRS, EngineUnavailable, choose_engine, plot_runs
 
     model = _real_checkpoint(args.real_model)
     try:
@@ -352,7 +352,7 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
         if rate is not None:
             final.setdefault(cell["arm"], {})[cell["seed"]] = rate
     arms = list(args.real_arms)
-    verdicts = [paired_verdict(final, a, b) for a, b in STUDY_PAIRS if a in arms and b in arms]
+    verdicts = [paired_verdict(final, a, b, MIN_GAP) for a, b in STUDY_PAIRS if a in arms and b in arms]
     base = {arm: {seed: next((e["pass_rate"] for e in c.get("evals", []) if e["step"] == 0), None)
                   for c in results if c["arm"] == arm for seed in [c["seed"]]} for arm in arms}
     done = [c for c in results if not c.get("failed")]

@@ -219,7 +219,8 @@ def study_verdict(records: dict[str, dict]) -> dict:
     each pair of ``STUDY_PAIRS``: on the primary metric (held-out success at the last step) and
     the secondary (mean held-out success of the evaluations at steps 5..60). A pair with fewer
     than every study seed is "not yet", never called."""
-    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_PAIRS, STUDY_SEEDS, paired_verdict
+    from botgrpo.compare.stats import paired_verdict
+    from botgrpo.trainer.recipes import MIN_GAP, STUDY_ARMS, STUDY_PAIRS, STUDY_SEEDS
 
     primary: dict[str, dict[int, float]] = {}
     secondary: dict[str, dict[int, float]] = {}
@@ -233,7 +234,7 @@ def study_verdict(records: dict[str, dict]) -> dict:
     def verdicts(table: dict) -> list[dict]:
         out = []
         for a, b in STUDY_PAIRS:
-            v = paired_verdict(table, a, b)
+            v = paired_verdict(table, a, b, MIN_GAP)
             if len(v["seeds"]) < len(STUDY_SEEDS):
                 v["verdict"] = f"not yet: {len(v['seeds'])} of {len(STUDY_SEEDS)} seeds"
             out.append(v)

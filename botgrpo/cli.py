@@ -43,6 +43,8 @@ COMMANDS: dict[str, Command] = {
                     "scratch; --model smollm2: a real pretrained model on arithmetic)", module="demo"),
     "setup": Command("install the sandbox's compilers from their lockfile and report what the host provides",
                      module="setup"),
+    "compare": Command("run a pre-registered comparison of training configs (arms x seeds) and report it: exact "
+                       "paired tests, paired intervals, power from pilots", module="compare"),
     "convert-gguf": Command("convert a GGUF file (default: the bundled SmolLM2-135M-Instruct) into a checkpoint",
                             module="convert_gguf"),
 }

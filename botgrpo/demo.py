@@ -80,6 +80,12 @@ def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, st
     return paths
 
 
+def setup(root: Path, **settings: Any) -> dict[str, str]:
+    """``botgrpo compare``'s setup hook (``setup: botgrpo.demo:setup``): the demo's prompts and warm
+    start under ``root``, from any :class:`DemoSettings` fields but ``out_dir`` (built once, reused)."""
+    return prepare(DemoSettings(out_dir=str(root), **settings))
+
+
 def train_config(s: DemoSettings, paths: dict[str, str]):
     from botgrpo.trainer.config import TrainConfig
 

@@ -1,6 +1,5 @@
-"""The convergence study's statistics, on hand-computed cases."""
-import math
-
+"""The convergence study's tables and report, on hand-computed cases (its statistics:
+tests/test_compare_stats.py)."""
 import pytest
 
 from benchmarks import convergence_report as r
@@ -9,33 +8,6 @@ from benchmarks.convergence import FULL, QUICK, SETTINGS, plan
 
 def curve(*points):
     return [{"step": s, "pass_rate": p, "spec_rate": None} for s, p in points]
-
-
-def test_steps_to_threshold_and_censoring():
-    evals = curve((0, 0.3), (5, 0.6), (10, 0.85), (15, 0.7))
-    assert r.steps_to_threshold(evals, 0.8) == 10
-    assert r.steps_to_threshold(evals, 0.9) is None
-    assert r.censored_steps(evals, 0.9, budget=80, every=5) == 85.0
-
-
-def test_area_under_curve_is_the_trapezoid_mean():
-    # (0.2 + 0.4) / 2 * 5 + (0.4 + 1.0) / 2 * 5 = 1.5 + 3.5 = 5.0 over 10 steps
-    assert r.area_under_curve(curve((0, 0.2), (5, 0.4), (10, 1.0))) == pytest.approx(0.5)
-
-
-def test_bootstrap_interval_brackets_the_mean_and_is_deterministic():
-    values = [0.2, 0.4, 0.5, 0.7, 0.9]
-    est, low, high = r.bootstrap_ci(values)
-    assert est == pytest.approx(0.54) and low < est < high
-    assert r.bootstrap_ci(values) == (est, low, high)
-    assert math.isnan(r.bootstrap_ci([0.3])[1])
-    assert r.bootstrap_ci([0.5] * 5) == (0.5, 0.5, 0.5)
-
-
-def test_ratio_interval():
-    est, low, high = r.ratio_ci([40, 45, 50], [20, 25, 30])
-    assert est == pytest.approx(45 / 25) and low < est < high
-    assert low > 1.0  # clearly separated samples
 
 
 def test_plan_covers_methods_seeds_and_ablations():
@@ -72,18 +44,6 @@ def test_report_from_finished_runs(tmp_path):
     # 3 seeds, bot_grpo 20 steps sooner on each: the smallest sign-flip p with 3 seeds is 2/8
     assert "| bot_grpo | 3 | -20.0 (p 0.250) |" in text
     assert json.loads((tmp_path / "results.json").read_text())["summary"]["react"]["grpo_steps_over"]["bot_grpo"][0] == 1.8
-
-
-def test_fingerprint_tells_warm_starts_apart(tmp_path):
-    """Two warm starts that differ in one byte of one file get different fingerprints; a copy the same."""
-    from benchmarks.convergence import fingerprint
-
-    for name in ("a", "b", "c"):
-        (tmp_path / name / "tok").mkdir(parents=True)
-        (tmp_path / name / "model.safetensors").write_bytes(b"\x00" * 64)
-        (tmp_path / name / "tok" / "vocab.json").write_text("{}")
-    (tmp_path / "c" / "model.safetensors").write_bytes(b"\x00" * 63 + b"\x01")
-    assert fingerprint(tmp_path / "a") == fingerprint(tmp_path / "b") != fingerprint(tmp_path / "c")
 
 
 def test_runs_from_another_warm_start_are_foreign():
@@ -131,22 +91,6 @@ def test_collapse_counts_a_mid_run_fall_and_a_length_at_the_cap():
     assert r.collapsed(recovered) and not r.per_run(recovered, 0.8, 50, 5)["below_start"]  # final > start
     assert not r.collapsed(steady, cap=320)
     assert r.collapsed(capped, cap=320) and not r.collapsed(capped)
-
-
-def test_sign_flip_p_is_exact():
-    # all five differences positive: only the all-plus and all-minus assignments are as extreme
-    assert r.sign_flip_p([3, 1, 2, 5, 4]) == pytest.approx(2 / 32)
-    # d = (1, -1): |sum| = 0, every assignment is at least as extreme
-    assert r.sign_flip_p([1, -1]) == 1.0
-    # d = (2, 1, 1): sums over the 8 assignments are +-4, +-2, +-2, +-0 -> |s| >= 4 in 2 of 8
-    assert r.sign_flip_p([2, 1, 1]) == pytest.approx(2 / 8)
-
-
-def test_holm_adjusts_step_down_and_stays_monotone():
-    adjusted = r.holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": float("nan")})
-    # sorted 0.01, 0.03, 0.04 -> 3 * 0.01, 2 * 0.03, max(0.06, 1 * 0.04)
-    assert adjusted["a"] == pytest.approx(0.03) and adjusted["c"] == pytest.approx(0.06)
-    assert adjusted["b"] == pytest.approx(0.06) and math.isnan(adjusted["d"])
 
 
 def test_tests_against_pair_runs_by_seed():

@@ -45,7 +45,7 @@ def test_example_training_config_is_valid():
     assert cfg.task == "react" and cfg.algorithm().estimator == "bot_grpo"
 
 
-COMMANDS = sorted({m for doc in DOCS for m in re.findall(r"botgrpo (serve|worker|train|score|eval|demo|bench)\b", doc.read_text())})
+COMMANDS = sorted({m for doc in DOCS for m in re.findall(r"botgrpo (serve|worker|train|score|eval|demo|compare|bench)\b", doc.read_text())})
 
 
 @pytest.mark.parametrize("command", COMMANDS)

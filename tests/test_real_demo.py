@@ -12,6 +12,7 @@ import pytest
 
 from botgrpo.cli import build_parser
 from botgrpo.commands import demo as demo_command
+from botgrpo.compare.stats import paired_verdict
 from botgrpo.trainer import recipes
 
 
@@ -109,14 +110,14 @@ def test_the_progress_line_has_steps_held_out_success_rate_and_eta():
 
 def test_the_paired_rule_calls_a_difference_only_when_every_seed_agrees_by_five_points():
     final = {"bot_grpo": {1: 0.60, 2: 0.55, 3: 0.70}, "grpo": {1: 0.50, 2: 0.52, 3: 0.58}, "ws0": {1: 0.65, 2: 0.50}}
-    called = recipes.paired_verdict(final, "bot_grpo", "grpo")
+    called = paired_verdict(final, "bot_grpo", "grpo", recipes.MIN_GAP)
     assert called["verdict"] == "bot_grpo > grpo" and called["seeds"] == [1, 2, 3]
     assert called["mean_difference"] == pytest.approx((0.10 + 0.03 + 0.12) / 3)
-    mixed = recipes.paired_verdict(final, "bot_grpo", "ws0")  # seeds 1, 2 only: -0.05, +0.05
+    mixed = paired_verdict(final, "bot_grpo", "ws0", recipes.MIN_GAP)  # seeds 1, 2 only: -0.05, +0.05
     assert mixed["verdict"] == "no difference detected at this size" and mixed["seeds"] == [1, 2]
-    small = recipes.paired_verdict({"a": {1: 0.52, 2: 0.53}, "b": {1: 0.50, 2: 0.50}}, "a", "b")
+    small = paired_verdict({"a": {1: 0.52, 2: 0.53}, "b": {1: 0.50, 2: 0.50}}, "a", "b", recipes.MIN_GAP)
     assert small["verdict"] == "no difference detected at this size"  # same sign, mean 2.5 points
-    assert recipes.paired_verdict({"a": {}, "b": {}}, "a", "b")["mean_difference"] is None
+    assert paired_verdict({"a": {}, "b": {}}, "a", "b", recipes.MIN_GAP)["mean_difference"] is None
 
 
 def test_the_recipe_writes_the_protocols_prompts_and_config(tmp_path):

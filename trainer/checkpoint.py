@@ -30,13 +30,17 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 
 def save(directory: Path, step: int, model, tokenizer, model_state: dict, optimizer_state: dict, scheduler,
          extra: dict[str, Any]) -> Path:
-    """Write ``directory/checkpoint-<step>`` from unsharded states; returns its path."""
+    """Write ``directory/checkpoint-<step>`` from unsharded states; returns its path. The state
+    file comes last and whole (written aside, then renamed): a checkpoint is complete once it has
+    one, so a run killed while saving resumes from the checkpoint before."""
     path = Path(directory) / f"checkpoint-{step}"
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path, state_dict=model_state)
     tokenizer.save_pretrained(path)
+    partial = path / (STATE_FILE + ".partial")
     torch.save({"step": step, "optimizer": optimizer_state, "scheduler": scheduler.state_dict(),
-                "rng": _rng_state(), **extra}, path / STATE_FILE)
+                "rng": _rng_state(), **extra}, partial)
+    partial.replace(path / STATE_FILE)
     return path
 
 

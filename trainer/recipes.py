@@ -11,7 +11,8 @@ real-model comparison (``benchmarks/gpu_check.py``) and the CPU study harness
 * the run's settings (:class:`ChatArith`, the protocol's values by default) and the
   :class:`~botgrpo.trainer.config.TrainConfig` they make;
 * the study's arms, seeds and compared pairs (:data:`STUDY_ARMS`, :data:`STUDY_SEEDS`,
-  :data:`STUDY_PAIRS`) and its decision rule (:func:`paired_verdict`);
+  :data:`STUDY_PAIRS`) and its decision rule's gap (:data:`MIN_GAP`; the rule is
+  :func:`botgrpo.compare.stats.paired_verdict`);
 * the engine choice (:func:`choose_engine`: vLLM when importable, else the transformers loop,
   with the reason) and the curve plot (:func:`plot_runs`).
 """
@@ -164,22 +165,7 @@ def choose_engine(requested: str = "auto") -> tuple[str, Optional[str]]:
                             f"({HF_HINT})")
 
 
-# ---------------------------------------------------------------------- the study's rule and plot
-def paired_verdict(final: dict[str, dict[int, float]], a: str, b: str, min_gap: float = MIN_GAP) -> dict[str, Any]:
-    """protocol.md's rule for arm ``a`` against ``b`` from ``final[arm][seed]`` (held-out success):
-    called only when every shared seed's difference ``a - b`` has the same sign and the mean is at
-    least ``min_gap``; otherwise "no difference detected at this size"."""
-    seeds = sorted(set(final.get(a, {})) & set(final.get(b, {})))
-    diffs = [final[a][s] - final[b][s] for s in seeds]
-    mean = sum(diffs) / len(diffs) if diffs else None
-    same_sign = bool(diffs) and (all(d > 0 for d in diffs) or all(d < 0 for d in diffs))
-    if mean is not None and same_sign and abs(mean) >= min_gap:
-        verdict = f"{a} > {b}" if mean > 0 else f"{a} < {b}"
-    else:
-        verdict = "no difference detected at this size"
-    return {"a": a, "b": b, "seeds": seeds, "differences": diffs, "mean_difference": mean, "verdict": verdict}
-
-
+# ---------------------------------------------------------------------- the study's plot
 def plot_runs(runs: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     """Held-out success per step for each run (``{"label", "evals", "curve"}``; runs sharing a
     label's arm get one colour) and, right, the seconds per step split into generation and update."""

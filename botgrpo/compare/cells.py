@@ -1,0 +1,264 @@
+"""A cell: one arm on one seed, trained by ``botgrpo train`` in its own process, and its record.
+
+Where a study's files go (``results`` is committed, ``runs`` is not)::
+
+    <results>/cells/<arm>-s<seed>.json     a finished study cell's record: its curves, no checkpoints
+    <results>/pilots/<arm>-s<seed>.json    a finished pilot cell's record
+    <runs>/<role>/<arm>-s<seed>/           the trainer's directory: config.yaml, train.log, checkpoints
+    <runs>/<role>/launches.jsonl           one line per process started (cell, attempt, resumed from)
+    <runs>/setup/                          the setup hook's folder
+
+A cell's config is the shared start (:func:`shared_start`) with the instrument's keys set
+(:func:`cell_values`, names from :mod:`botgrpo.compare.keys`), written to the cell's
+``config.yaml``; the arm's overrides go on the command line as ``--set key=value``. A cell is
+finished when its record exists: it never runs again. An interrupted cell restarts, from its
+latest checkpoint when it saved one.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import yaml
+
+from botgrpo.compare.keys import METRIC_FIELDS, START_FILES, key
+from botgrpo.compare.protocol import Protocol, digest, flatten, merged, set_dotted
+from botgrpo.services.settings import SettingsError
+
+RECORD_DIRS = {"study": "cells", "pilot": "pilots"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    arm: str
+    seed: int
+    role: str   # "study" or "pilot"
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}-s{self.seed}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The folders of one study."""
+
+    results: Path
+    runs: Path
+
+    def record(self, cell: Cell) -> Path:
+        return self.results / RECORD_DIRS[cell.role] / f"{cell.name}.json"
+
+    def workdir(self, cell: Cell) -> Path:
+        return self.runs / cell.role / cell.name
+
+    def launches(self, role: str) -> Path:
+        return self.runs / role / "launches.jsonl"
+
+    @property
+    def setup(self) -> Path:
+        return self.runs / "setup"
+
+
+def plan(protocol: Protocol, role: str, arms: Optional[Iterable[str]] = None) -> list[Cell]:
+    """The cells of ``role`` in run order. Study: the arms of the gate and the tested comparisons
+    seed by seed (a study stopped early has them all on the same seeds), then the other arms seed
+    by seed. Pilot: the pilot seeds of the primary's and the gate's arms. ``arms``: only these
+    (for a pilot, any arms)."""
+    gate = [protocol.gate] if protocol.gate else []
+    arms = None if arms is None else list(arms)
+    if arms is not None:
+        unknown = sorted(set(arms) - set(protocol.arms))
+        if unknown:
+            raise SettingsError(f"--arms: no arm {unknown} (arms: {', '.join(protocol.arms)})")
+    if role == "pilot":
+        groups = [_arms_of([protocol.primary, *gate]) if arms is None else [a for a in protocol.arms if a in arms]]
+        seeds = protocol.seeds.pilot
+    else:
+        first = _arms_of([*gate, *protocol.tested()])
+        groups = [[a for a in group if arms is None or a in arms]
+                  for group in (first, [a for a in protocol.arms if a not in first])]
+        seeds = protocol.seeds.study
+    return [Cell(arm, seed, role) for group in groups for seed in seeds for arm in group]
+
+
+def _arms_of(comparisons: list) -> list[str]:
+    return list(dict.fromkeys(arm for c in comparisons for arm in (c.a, c.b)))
+
+
+# --------------------------------------------------------------------------- the shared start
+def call_setup(protocol: Protocol, root: Path) -> dict[str, Any]:
+    """The setup hook's training config values (none without a hook)."""
+    if protocol.setup is None:
+        return {}
+    module, _, name = protocol.setup.function.partition(":")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:  # a study's module, as `python -m` would find it
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        function = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise SettingsError(f"setup.function {protocol.setup.function!r}: {exc}") from None
+    root.mkdir(parents=True, exist_ok=True)
+    values = function(root, **protocol.setup.options)
+    if not isinstance(values, dict):
+        raise SettingsError(f"setup.function {protocol.setup.function!r} returned {type(values).__name__}, "
+                            "not a mapping of training config values")
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in values.items()}
+
+
+def shared_start(protocol: Protocol, layout: Layout) -> dict[str, Any]:
+    """The training config every cell starts from: the base, the setup's values over it and the
+    protocol's held-out set (a nested mapping)."""
+    start = merged(protocol.base_values(), call_setup(protocol, layout.setup))
+    if protocol.evaluation.dataset is not None:
+        set_dotted(start, key("eval_dataset"), protocol.evaluation.dataset)
+    if get_dotted(start, key("eval_dataset")) is None:
+        raise SettingsError("evaluation.dataset: no held-out set (set it here, in the base config or from the setup)")
+    return start
+
+
+def get_dotted(values: dict[str, Any], dotted: str) -> Any:
+    for name in dotted.split("."):
+        if not isinstance(values, dict) or name not in values:
+            return None
+        values = values[name]
+    return values
+
+
+def fingerprint(path: str | Path) -> str:
+    """A digest of a file, or of every file under a folder (relative names and bytes): which
+    policy or dataset a run started from."""
+    root, h = Path(path), hashlib.sha256()
+    if root.is_file():
+        h.update(root.read_bytes())
+        return h.hexdigest()[:16]
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def start_fingerprints(start: dict[str, Any]) -> dict[str, str]:
+    """Fingerprints of the shared start's files (the model, the datasets) that exist locally."""
+    out = {}
+    for name in START_FILES:
+        value = get_dotted(start, key(name))
+        if isinstance(value, str) and Path(value).exists():
+            out[key(name)] = fingerprint(value)
+    return out
+
+
+# --------------------------------------------------------------------------- one cell's config
+def overrides(protocol: Protocol, arm: str) -> list[str]:
+    """The arm's overrides as ``botgrpo train --set`` arguments (JSON values: valid YAML)."""
+    return [f"{dotted}={json.dumps(value)}" for dotted, value in flatten(protocol.arms[arm]).items()]
+
+
+def cell_values(protocol: Protocol, start: dict[str, Any], cell: Cell, workdir: Path, resume: bool = False,
+                save_every: Optional[int] = None) -> dict[str, Any]:
+    """The cell's ``config.yaml``: the shared start with the instrument's keys set."""
+    values = merged(start, {})
+    settings = {"seed": cell.seed, "steps": protocol.steps, "eval_every": protocol.evaluation.every,
+                "eval_prompts": protocol.evaluation.prompts, "output_dir": str(workdir), "progress": False,
+                "resume": resume}
+    if save_every is not None:
+        settings["save_every"] = save_every
+    for name, value in settings.items():
+        set_dotted(values, key(name), value)
+    return values
+
+
+def identity(protocol: Protocol, start_prints: dict[str, str], start: dict[str, Any], cell: Cell) -> str:
+    """What makes a cell's result: the shared start (its files by fingerprint), the seed, the budget,
+    the evaluation grid and the arm's overrides. Two cells with the same identity train alike."""
+    start = merged(start, {})
+    for dotted, print_ in start_prints.items():
+        set_dotted(start, dotted, f"fingerprint:{print_}")
+    return digest({"start": start, "seed": cell.seed, "steps": protocol.steps,
+                   "evaluation": [protocol.evaluation.every, protocol.evaluation.prompts],
+                   "arm": flatten(protocol.arms[cell.arm])})[:16]
+
+
+def command(config: Path, arm_overrides: list[str]) -> list[str]:
+    """``botgrpo train`` for a cell, through this interpreter."""
+    return [sys.executable, "-m", "botgrpo.cli", "train", "--config", str(config),
+            *(part for pair in arm_overrides for part in ("--set", pair))]
+
+
+def write_config(path: Path, values: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(values, sort_keys=False))
+    return path
+
+
+def validate(protocol: Protocol, start: dict[str, Any], scratch: Path) -> None:
+    """Every arm's config as ``botgrpo train`` would read it, before any cell starts (a bad
+    override fails now, not hours into a study)."""
+    import argparse
+
+    from botgrpo.commands.train import FLAGS, build_config
+
+    for arm in protocol.arms:
+        cell = Cell(arm, protocol.seeds.study[0], "study")
+        config = write_config(scratch / f"{arm}.yaml", cell_values(protocol, start, cell, scratch / arm))
+        args = argparse.Namespace(config=str(config), resume=None, set=overrides(protocol, arm),
+                                  **{name: None for name in FLAGS})
+        try:
+            build_config(args)
+        except SettingsError as exc:
+            raise SettingsError(f"arm {arm!r}: {exc}") from None
+
+
+def latest_checkpoint(workdir: Path) -> Optional[Path]:
+    from botgrpo.trainer.checkpoint import latest
+
+    return latest(workdir) if workdir.exists() else None
+
+
+# --------------------------------------------------------------------------- records
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The lines of a JSONL file the trainer appends to, one per step, the last line for a step
+    winning (a resumed run evaluates again the steps after its checkpoint); a torn last line is skipped."""
+    by_step: dict[int, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            by_step[row["step"]] = row
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def finished(evals: list[dict[str, Any]], steps: int) -> bool:
+    return bool(evals) and evals[0]["step"] == 0 and evals[-1]["step"] == steps
+
+
+def make_record(cell: Cell, workdir: Path, *, protocol_hash: str, cell_id: str, start_prints: dict[str, str],
+                commit: str, argv: list[str], attempts: int, seconds: float) -> dict[str, Any]:
+    """A finished cell's record: who it is, what it ran, and its curves (evaluations, per-step metrics)."""
+    metrics = [{k: row.get(k) for k in METRIC_FIELDS} for row in read_jsonl(workdir / "metrics.jsonl")]
+    config = workdir / "config.json"   # the trainer's resolved config
+    return {"arm": cell.arm, "seed": cell.seed, "role": cell.role, "protocol": protocol_hash, "cell": cell_id,
+            "start": start_prints, "commit": commit, "command": argv, "attempts": attempts,
+            "seconds": round(seconds, 1), "evals": read_jsonl(workdir / "evals.jsonl"), "metrics": metrics,
+            "train_config": json.loads(config.read_text()) if config.exists() else None}
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    """Written whole or not at all (a finished cell is one whose record exists)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def load_records(layout: Layout, role: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """``{(arm, seed): record}`` of the finished cells of ``role``."""
+    folder = layout.results / RECORD_DIRS[role]
+    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.exists() else []
+    return {(r["arm"], r["seed"]): r for r in records}
