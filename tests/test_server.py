@@ -45,11 +45,14 @@ def test_rewards_in_request_order_with_one_score_per_token(server):
     results = r.json()["results"]
     assert [x["id"] for x in results] == ["good", "bad"] and [x["index"] for x in results] == [0, 1]
     good, bad = results
-    assert good["passed"] is True and good["token_offsets"] == rollouts[0]["token_offsets"]
+    assert good["passed"] is True and good["token_offsets"] is None  # the caller's own: not sent back unasked
     assert good["token_scores"] == [1.0, 1.0, 1.0, 1.0]
     assert bad["passed"] is False and len(bad["token_scores"]) == len(bad["token_offsets"]) > 0
     assert all(-1 <= s <= 1 for s in bad["token_scores"]) and min(bad["token_scores"]) == -1.0
-    assert bad["details"]["errors"][0]["line"] == 3
+    assert bad["details"]["errors"][0]["line"] == 3  # the server's own split: sent back
+    echoed = post(server, "/v1/rewards", {"task": "react", "options": {"level": "build"}, "rollouts": rollouts[:1],
+                                          "return_offsets": True}).json()["results"][0]
+    assert echoed["token_offsets"] == rollouts[0]["token_offsets"] and echoed["token_scores"] == good["token_scores"]
 
 
 def test_stream_delivers_every_id_once_as_ndjson(server):
