@@ -159,16 +159,17 @@ def _wire(sample: dict) -> dict:
             "finish_reason": "length" if sample["truncated"] else "stop"}
 
 
-def _keep(result: dict) -> dict:
-    details = result.get("details") or {}
+def _keep(result) -> dict:
+    """What the report keeps of a :class:`~botgrpo.services.schemas.Result`."""
+    details = result.details
     render = details.get("render") or {}
-    return {"score": result["score"], "passed": result["passed"], "error": result.get("error"),
+    return {"score": result.score, "passed": result.passed, "error": result.error,
             "reason": details.get("reason"), "spec_passed": details.get("spec_passed"),
             "spec_violations": details.get("spec_violations") or [],
             "errors": [{k: e.get(k) for k in ("line", "message")} for e in (details.get("errors") or [])[:5]],
             "render": {k: render.get(k) for k in ("status", "message")} if render else None,
             "answer": details.get("answer"), "steps": details.get("steps"),
-            "token_scores": result["token_scores"]}
+            "token_scores": result.token_scores}
 
 
 def score_samples(samples: list[dict]) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The token-reward server: scorers, composition, the FastAPI app.
+"""The token-reward server: scorers, the span mapper, the FastAPI app.
 
 Installed as ``botgrpo.reward_server`` (pyproject's package-dir); the folder is never a top-level package.
 """

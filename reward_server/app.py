@@ -43,17 +43,16 @@ from botgrpo.reward_server.clients import client_of
 from botgrpo.reward_server.compat import router as compat_router
 from botgrpo.reward_server.limits import BodyLimit
 from botgrpo.reward_server.metrics import Metrics, RequestMetrics
-from botgrpo.reward_server.service import RequestRejected, ScoringService, error_result
+from botgrpo.reward_server.service import RequestRejected, ScoringService
 from botgrpo.reward_server.settings import ServerSettings, isolation_report
 from botgrpo.services.queue import InProcessQueue, Outcome, QueueFull, RedisQueue, RolloutQueue
-from botgrpo.services.schemas import ErrorResponse, RewardRequest, RewardResponse, ScorersResponse, clean_json
+from botgrpo.services.schemas import ErrorResponse, Result, RewardRequest, RewardResponse, ScorersResponse, clean_json
 
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False, description="required when the server runs with BOTGRPO_API_KEY")
 _ERRORS = {status: {"model": ErrorResponse} for status in (401, 408, 413, 422, 503)}
 _REQUEST_BODY = {"requestBody": {"required": True, "content": {"application/json": {
     "schema": {"$ref": "#/components/schemas/RewardRequest"}}}}}
-_RESULT_DEFAULTS = (("group", None), ("passed", None), ("details", {}), ("error", None))
 _INLINE_TOKENS = 2048  # results with fewer tokens are encoded on the event loop (microseconds)
 
 
@@ -80,7 +79,7 @@ def parse_request(body: bytes) -> RewardRequest:
 
 def result_tokens(outcome: Outcome) -> int:
     """What an unsent result weighs toward ``max_unsent_tokens``: its tokens (1 at least)."""
-    return 1 + len((outcome.result or {}).get("token_scores") or ())
+    return 1 + (len(outcome.result.token_scores) if outcome.result is not None else 0)
 
 
 def build_queue(settings: ServerSettings, service: ScoringService) -> RolloutQueue:
@@ -180,26 +179,15 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
         await app.state.queue.submit(await asyncio.to_thread(prepare, batch))
         return batch, request
 
-    async def results(batch: str, request: RewardRequest) -> AsyncIterator[dict[str, Any]]:
-        """Each wire result as it finishes; closing this closes the queue's reader at once."""
+    async def encoded(batch: str, request: RewardRequest) -> AsyncIterator[tuple[int, bytes]]:
+        """``(index, JSON bytes)`` of each result as it finishes; closing this closes the queue's
+        reader at once."""
         async with aclosing(app.state.queue.results(batch, len(request.rollouts), settings.result_timeout_s)) as outcomes:
             async for outcome in outcomes:
-                if outcome.result is not None:
-                    result = outcome.result
-                else:
-                    rollout = request.rollouts[outcome.index].model_dump(mode="json")
-                    result = error_result(rollout, outcome.index, outcome.error or "unknown error", settings.bounds)
-                metrics.rollouts.labels(request.task, "error" if result.get("error") else "scored").inc()
-                yield result
-
-    async def encoded(batch: str, request: RewardRequest) -> AsyncIterator[tuple[int, bytes]]:
-        """``(index, JSON bytes)`` of each result as it finishes; the dict is dropped at once."""
-        async with aclosing(results(batch, request)) as finished:
-            async for result in finished:
-                for field, default in _RESULT_DEFAULTS:  # every Result field on the wire, as the schema says
-                    result.setdefault(field, default)
-                small = len(result.get("token_scores") or ()) < _INLINE_TOKENS
-                yield result["index"], encode(result) if small else await asyncio.to_thread(encode, result)
+                result: Result = service.outcome_result(outcome, request)
+                metrics.rollouts.labels(request.task, "scored" if result.ok else "error").inc()
+                small = len(result.token_scores) < _INLINE_TOKENS
+                yield result.index, result.to_json() if small else await asyncio.to_thread(result.to_json)
 
     @app.post("/v1/rewards", response_model=RewardResponse, responses=_ERRORS, dependencies=[Depends(authorised)],
               openapi_extra=_REQUEST_BODY, summary="Score rollouts; all results at once, in request order")

@@ -14,14 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from botgrpo.reward_server.scorers import REQUIRES, SCORERS, scorer_class
-from botgrpo.reward_server.composition import clip_outcome, compose, wire_map
+from botgrpo.reward_server.limits import default_split_count
 from botgrpo.reward_server.references import reference_problems
+from botgrpo.reward_server.scorers import REQUIRES, SCORERS, scorer_class
 from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
 from botgrpo.reward_server.settings import ServerSettings
-from botgrpo.reward_server.spans import check_offsets, default_split
-from botgrpo.services.queue import WorkItem
-from botgrpo.services.schemas import RewardRequest
+from botgrpo.reward_server.spans import check_offsets, compose
+from botgrpo.services.queue import Outcome, WorkItem
+from botgrpo.services.recipe import WireMap, clip_outcome
+from botgrpo.services.schemas import RewardRequest, Result, default_split
 
 
 class RequestRejected(Exception):
@@ -33,7 +34,7 @@ class RequestRejected(Exception):
 
 
 class ScoringService:
-    """Owns one scorer per task (created on first use) and the score -> wire-result mapping."""
+    """Owns one scorer per task (created on first use) and the verdict -> :class:`Result` mapping."""
 
     def __init__(self, settings: ServerSettings):
         self.settings = settings
@@ -110,7 +111,6 @@ class ScoringService:
                 if problem:
                     raise RequestRejected(422, f"rollouts[{i}]: {problem}")
             # the work (and the response) grows with the tokens scored: cap their sum per request
-            from botgrpo.reward_server.limits import default_split_count
             total_tokens += (len(rollout.token_offsets) if rollout.token_offsets is not None
                              else default_split_count(rollout.completion))
             if total_tokens > s.max_request_tokens:
@@ -134,16 +134,33 @@ class ScoringService:
     def work_items(batch: str, request: RewardRequest, options: BaseModel, client: str = "") -> list[WorkItem]:
         """The queue's items of ``request``, sent by ``client`` (:mod:`botgrpo.reward_server.clients`)."""
         opts = options.model_dump(mode="json")
-        return [WorkItem(batch, i, {"task": request.task, "options": opts, "rollout": r.model_dump(mode="json")}, client)
+        return [WorkItem(batch, i, {"task": request.task, "options": opts, "rollout": r.model_dump(mode="json"),
+                                    "return_offsets": request.return_offsets}, client)
                 for i, r in enumerate(request.rollouts)]
 
+    def score(self, request: RewardRequest) -> list[Result]:
+        """Score a whole request in this thread, without a queue (``botgrpo score``): checked as
+        the server checks it (:class:`RequestRejected` naming the first problem), then one result
+        per rollout, in order."""
+        items = self.work_items("local", request, self.check(request))
+        return self._score_group(request.task, items)
+
+    def outcome_result(self, outcome: Outcome, request: RewardRequest) -> Result:
+        """The result the queue delivered for ``outcome``, or the unscored result of a rollout the
+        queue gave up on (a timeout, a dead letter)."""
+        if outcome.result is not None:
+            return outcome.result
+        rollout = request.rollouts[outcome.index].model_dump(mode="json")
+        return Result.unscored(rollout, outcome.index, outcome.error or "unknown error", self.settings.bounds,
+                               return_offsets=request.return_offsets)
+
     # ---------------------------------------------------------------- scoring
-    async def handle(self, items: list[WorkItem]) -> list[dict[str, Any]]:
-        """Score ``items`` (the queue's handler): one wire result per item, in order. Never raises.
+    async def handle(self, items: list[WorkItem]) -> list[Result]:
+        """Score ``items`` (the queue's handler): one result per item, in order. Never raises.
 
         Items are grouped by task and options so that each scorer sees whole batches. Anything
         that goes wrong while scoring an item (a scorer raising, a malformed payload) becomes
-        that item's error result, not a failure of the batch.
+        that item's unscored result, not a failure of the batch.
         """
         groups: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, item in enumerate(items):
@@ -152,20 +169,20 @@ class ScoringService:
             except Exception:  # noqa: BLE001 - a malformed item is scored (and fails) on its own
                 key = ("", f"malformed item {i}")
             groups[key].append(i)
-        results: list[dict[str, Any] | None] = [None] * len(items)
+        results: list[Result | None] = [None] * len(items)
         for (task, _), members in groups.items():
             group = [items[i] for i in members]
             try:
                 scored = await asyncio.to_thread(self._score_group, task, group)
             except Exception as exc:  # noqa: BLE001 - _score_group is total; this is the last resort
-                scored = [self._unscored(item, exc) for item in group]
+                scored = [self._failed(item, exc) for item in group]
             for i, result in zip(members, scored):
                 results[i] = result
         return results  # type: ignore[return-value]
 
-    def _score_group(self, task: str, items: list[WorkItem]) -> list[dict[str, Any]]:
-        """One wire result per item; a group whose scoring raises is rescored item by item, so
-        that only the item at fault gets an error result."""
+    def _score_group(self, task: str, items: list[WorkItem]) -> list[Result]:
+        """One result per item; a group whose scoring raises is rescored item by item, so that
+        only the item at fault gets an unscored result."""
         try:
             scorer = self.scorer(task)
             options = scorer.Options.model_validate(items[0].payload["options"])
@@ -178,54 +195,42 @@ class ScoringService:
         except Exception as exc:  # noqa: BLE001 - isolated below
             if len(items) > 1:
                 return [result for item in items for result in self._score_group(task, [item])]
-            return [self._unscored(items[0], exc)]
-        wired = []
+            return [self._failed(items[0], exc)]
+        wire = WireMap.of(options.local_weight, self.settings.bounds)
+        results = []
         for item, rollout, verdict in zip(items, rollouts, verdicts):
             try:
-                wired.append(self._wire(item.index, rollout, verdict, options.local_weight))
+                results.append(self._result(item, rollout, verdict, options.local_weight, wire))
             except Exception as exc:  # noqa: BLE001 - e.g. a verdict the mapper cannot place
-                wired.append(self._unscored(item, exc))
-        return wired
+                results.append(self._failed(item, exc))
+        return results
 
-    def _unscored(self, item: WorkItem, exc: BaseException) -> dict[str, Any]:
-        """The error result of an item whose scoring raised ``exc`` (logged with its traceback)."""
+    def _failed(self, item: WorkItem, exc: BaseException) -> Result:
+        """The unscored result of an item whose scoring raised ``exc`` (logged with its traceback)."""
         import logging
         logging.getLogger(__name__).error("scoring %s[%d] failed", item.batch, item.index, exc_info=exc)
         error = f"scoring failed: {type(exc).__name__}: {str(exc)[:300]}"
-        rollout = item.payload.get("rollout") if isinstance(item.payload, dict) else None
+        payload = item.payload if isinstance(item.payload, dict) else {}
+        rollout = payload.get("rollout")
         try:
-            return error_result(rollout, item.index, error, self.settings.bounds)
-        except Exception:  # noqa: BLE001 - a rollout too malformed for error_result
-            low = self.settings.bounds[0]
+            return Result.unscored(rollout, item.index, error, self.settings.bounds,
+                                   return_offsets=bool(payload.get("return_offsets")))
+        except Exception:  # noqa: BLE001 - a rollout too malformed to split
             rid = rollout.get("id") if isinstance(rollout, dict) else None
-            return {"id": str(rid), "group": None, "index": item.index, "score": low, "passed": None,
-                    "token_offsets": [], "token_scores": [], "details": {}, "error": error}
+            return Result.unscored({"id": str(rid), "token_offsets": []}, item.index, error, self.settings.bounds)
 
-    def _wire(self, index: int, rollout: dict[str, Any], verdict: ScoreResult, local_weight: float) -> dict[str, Any]:
-        """The wire result: the outcome as ``score``, the composed token rewards as ``token_scores``."""
+    def _result(self, item: WorkItem, rollout: dict[str, Any], verdict: ScoreResult, local_weight: float,
+                wire: WireMap) -> Result:
+        """The outcome as ``score``, the composed token rewards as ``token_scores``; a verdict that
+        cannot judge the rollout (``verdict.error``) is an unscored result keeping its details."""
+        echo = bool(item.payload.get("return_offsets"))
         if verdict.error is not None:
-            result = error_result(rollout, index, verdict.error, self.settings.bounds)
-            return {**result, "details": verdict.details}
-        completion = rollout["completion"]
-        offsets = rollout.get("token_offsets")
-        # the same JSON, but pairs of ints as tuples, which the garbage collector stops
-        # tracking: 100k-token results as lists made full collections take a second
-        offsets = [tuple(span) for span in offsets] if offsets is not None else default_split(completion)
+            return Result.unscored(rollout, item.index, verdict.error, self.settings.bounds, verdict.details, echo)
+        completion, sent = rollout["completion"], rollout.get("token_offsets")
+        # pairs of ints as tuples, which the garbage collector stops tracking: 100k-token
+        # results as lists made full collections take a second
+        offsets = [tuple(span) for span in sent] if sent is not None else default_split(completion)
         scores = compose(verdict, len(completion), offsets, local_weight, self.settings.bounds)
-        return {"id": rollout["id"], "group": rollout.get("group"), "index": index,
-                "score": clip_outcome(verdict.score, self.settings.bounds), "passed": verdict.passed,
-                "token_offsets": offsets, "token_scores": scores,
-                "reward_map": list(wire_map(local_weight, self.settings.bounds)), "details": verdict.details}
-
-
-def error_result(rollout: dict[str, Any], index: int, error: str, bounds: tuple[float, float]) -> dict[str, Any]:
-    """The result of a rollout that could not be scored (a scorer that cannot judge it, a
-    timeout, a dead letter). ``error`` says why; such a result belongs in no loss (the
-    trainer and the TRL integration drop it and count it). Its scores are the lower bound
-    only so that a consumer that ignores ``error`` never gains from a scorer's failure."""
-    completion = rollout.get("completion", "")
-    offsets = rollout.get("token_offsets")
-    offsets = [list(s) for s in offsets] if offsets is not None else [list(s) for s in default_split(completion)]
-    low = bounds[0]
-    return {"id": rollout["id"], "group": rollout.get("group"), "index": index, "score": low, "passed": None,
-            "token_offsets": offsets, "token_scores": [low] * len(offsets), "details": {}, "error": error}
+        return Result.scored(rollout, item.index, score=clip_outcome(verdict.score, self.settings.bounds),
+                             passed=verdict.passed, token_scores=scores, reward_map=wire, details=verdict.details,
+                             offsets=offsets if sent is None or echo else None)

@@ -1,8 +1,9 @@
 """From character spans to one value per caller token: the shared mapper under every scorer.
 
 Scorers speak characters; callers speak their own tokens, given as character spans of the
-completion. The rules, shared by every scorer (the composition layer in
-:mod:`botgrpo.reward_server.composition` applies them to the local signal):
+completion (or the server's own split, :func:`botgrpo.services.schemas.default_split`). The
+rules, shared by every scorer (:func:`compose` applies them to the local signal, then the reward
+recipe of :mod:`botgrpo.services.recipe`):
 
 1. **Characters.** A character covered by spans takes the lowest of their values (blame is
    never averaged away); a character no span covers takes the ``default``.
@@ -14,15 +15,15 @@ Identical input gives identical output: no randomness, no dependence on batch co
 """
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 import numpy as np
 
-from botgrpo.reward_server.scorers.base import SpanScore
+from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
+from botgrpo.services import recipe
+from botgrpo.services.schemas import default_split  # noqa: F401 - the wire's split, used beside these rules
 
 Offsets = Sequence[tuple[int, int]] | np.ndarray
-_SPLIT = re.compile(r"\s*\S+|\s+")
 
 
 def char_scores(spans: Sequence[SpanScore], default: float, length: int) -> np.ndarray:
@@ -65,6 +66,17 @@ def check_offsets(offsets: Offsets, length: int) -> str | None:
     return None
 
 
-def default_split(text: str) -> list[tuple[int, int]]:
-    """The server's own tokens when the caller sends none: each word with the whitespace before it."""
-    return [m.span() for m in _SPLIT.finditer(text)]
+def compose(verdict: ScoreResult, length: int, offsets: Offsets, local_weight: float,
+            bounds: tuple[float, float] = recipe.DEFAULT_BOUNDS) -> list[float]:
+    """One bounded score per caller token of a completion of ``length`` characters: the verdict's
+    local signal mapped onto the tokens (rules 1-2), then the recipe ``r = R + w_s * l`` put on
+    the wire (:func:`botgrpo.services.recipe.to_wire`).
+
+    An empty completion's tokens (an eos alone) take ``local_default``: a scorer that finds
+    nothing to credit (no code, no answer) sets it to -1, so stopping at once is never
+    preferred to trying.
+    """
+    chars = char_scores(verdict.local, verdict.local_default, length)
+    local = token_minima(chars, offsets, fill=verdict.local_default)
+    rewards = recipe.token_rewards(verdict.score, local, local_weight)
+    return recipe.to_wire(rewards, recipe.WireMap.of(local_weight, bounds), bounds)

@@ -4,7 +4,8 @@ Both pool connections, stream results as they finish, and retry with jittered ex
 backoff on connection errors, 429/503 (honouring ``Retry-After``) and other 5xx, never on
 other 4xx: those are the caller's mistake and a :class:`RewardServerError` names the server's
 message. A stream broken midway is resumed by re-sending only the rollouts not yet answered,
-so every id is yielded exactly once.
+so every id is yielded exactly once, as a :class:`~botgrpo.services.schemas.Result` (read its
+attributes; ``result.rewards()`` gives the token rewards in the recipe's units).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import time
 from typing import Any, AsyncIterator, Iterator, Mapping, Optional, Sequence
 
 import httpx
+
+from botgrpo.services.schemas import Result
 
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 _RETRY_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError)
@@ -71,12 +74,12 @@ class _Policy:
             raise RewardServerError(status, f"gave up after {attempt + 1} attempts: {error}") from error
 
 
-def _accept(line: str, pending: dict[str, Any]) -> Optional[dict[str, Any]]:
+def _accept(line: str, pending: dict[str, Any]) -> Optional[Result]:
     """The result on ``line`` if it answers a still-pending id (a resumed stream may repeat one)."""
     if not line.strip():
         return None
-    result = json.loads(line)
-    return result if pending.pop(result["id"], None) is not None else None
+    result = Result.from_json(line)
+    return result if pending.pop(result.id, None) is not None else None
 
 
 def _body(task: str, rollouts: Sequence[Mapping[str, Any]], options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
@@ -114,13 +117,13 @@ class AsyncRewardClient:
         return response.json()
 
     async def score(self, task: str, rollouts: Sequence[Mapping[str, Any]],
-                    options: Optional[Mapping[str, Any]] = None) -> list[dict[str, Any]]:
+                    options: Optional[Mapping[str, Any]] = None) -> list[Result]:
         """All results, in the order of ``rollouts``."""
-        by_id = {r["id"]: r async for r in self.stream(task, rollouts, options)}
+        by_id = {r.id: r async for r in self.stream(task, rollouts, options)}
         return [by_id[r["id"]] for r in rollouts]
 
     async def stream(self, task: str, rollouts: Sequence[Mapping[str, Any]],
-                     options: Optional[Mapping[str, Any]] = None) -> AsyncIterator[dict[str, Any]]:
+                     options: Optional[Mapping[str, Any]] = None) -> AsyncIterator[Result]:
         """Each rollout's result once, as it finishes."""
         pending = {r["id"]: r for r in rollouts}
         attempt = 0
@@ -169,12 +172,12 @@ class RewardClient:
         return response.json()
 
     def score(self, task: str, rollouts: Sequence[Mapping[str, Any]],
-              options: Optional[Mapping[str, Any]] = None) -> list[dict[str, Any]]:
-        by_id = {r["id"]: r for r in self.stream(task, rollouts, options)}
+              options: Optional[Mapping[str, Any]] = None) -> list[Result]:
+        by_id = {r.id: r for r in self.stream(task, rollouts, options)}
         return [by_id[r["id"]] for r in rollouts]
 
     def stream(self, task: str, rollouts: Sequence[Mapping[str, Any]],
-               options: Optional[Mapping[str, Any]] = None) -> Iterator[dict[str, Any]]:
+               options: Optional[Mapping[str, Any]] = None) -> Iterator[Result]:
         pending = {r["id"]: r for r in rollouts}
         attempt = 0
         while pending:

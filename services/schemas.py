@@ -22,15 +22,18 @@ above): what the parser accepts (about 990 levels) is more than what serialising
 """
 from __future__ import annotations
 
-import math
+import json
 import re
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from botgrpo.services.recipe import from_wire
+
 MAX_OFFSET = 2**31 - 1  # far above any completion the server accepts; bigger ints are a 422, not an overflow
 MAX_DEPTH = 32  # nesting of free-form JSON: a spec is 3 levels deep; 32 is far from any parser's limit
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SPLIT = re.compile(r"\s*\S+|\s+")
 
 
 def clean_text(text: str) -> str:
@@ -98,6 +101,11 @@ def nesting(value: Any, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
+def default_split(text: str) -> list[tuple[int, int]]:
+    """The server's own tokens when the caller sends none: each word with the whitespace before it."""
+    return [m.span() for m in _SPLIT.finditer(text)]
+
+
 def _clean_input(value: Any) -> Any:
     if isinstance(value, (dict, list, tuple)) and nesting(value) > MAX_DEPTH:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
@@ -140,24 +148,81 @@ class RewardRequest(BaseModel):
     task: Text = Field(..., description="scorer name; GET /v1/scorers lists them")
     options: JSONObject = Field(default_factory=dict, description="scorer options, e.g. {\"level\": \"build\"} for react")
     rollouts: list[RolloutIn] = Field(..., min_length=1, description="the rollouts to score")
+    return_offsets: bool = Field(False, description="also return each result's token_offsets as sent (they are always "
+                                                    "returned where the server split a completion itself)")
 
 
 class Result(BaseModel):
-    """The score of one rollout."""
+    """The score of one rollout: what the server sends, the clients yield and the trainer reads.
+
+    Made by the server through :meth:`scored` or :meth:`unscored`; read back from the wire with
+    :meth:`from_json`. Token scores are in the server's bounds; :meth:`rewards` gives them in the
+    recipe's units (its ``reward_map`` undone: :mod:`botgrpo.services.recipe`).
+    """
 
     id: str = Field(..., description="the rollout's id")
     group: Optional[str] = Field(None, description="the rollout's group, echoed")
     index: int = Field(..., description="position of the rollout in the request")
-    score: float = Field(..., description="sequence-level score, within the bounds")
+    score: float = Field(..., description="sequence-level score: the outcome R, within the bounds")
     passed: Optional[bool] = Field(None, description="the scorer's verdict (compiles / answer correct); null if unknown")
-    token_offsets: list[Span] = Field(..., description="the spans scored: the caller's, or the server's own split")
-    token_scores: list[float] = Field(..., description="one finite score per span, within the bounds")
+    token_scores: list[float] = Field(..., description="one finite score per token, within the bounds")
+    token_offsets: Optional[list[Span]] = Field(
+        None, description="the spans scored: present when the server split the completion itself (no "
+                          "`token_offsets` sent) or the request set `return_offsets`")
     reward_map: Optional[tuple[float, float]] = Field(
         None, description="[scale, shift]: token_score = scale * r + shift, r the token reward in the recipe's units "
                           "(R + w_s * l, R in [-1, 1], l in [-1, 0]); a trainer divides it out before a floor in "
-                          "reward units (bot_grpo's min_std) applies. Absent on error results")
+                          "reward units (bot_grpo's min_std) applies. Absent on unscored results")
     details: dict[str, Any] = Field(default_factory=dict, description="diagnostics: error spans and messages, extracted answer, ...")
-    error: Optional[str] = Field(None, description="set when the rollout could not be scored (it then scores the lower bound)")
+    error: Optional[str] = Field(None, description="set when the rollout could not be scored (it then scores the "
+                                                   "lower bound on every token and belongs in no loss)")
+
+    @classmethod
+    def scored(cls, rollout: Mapping[str, Any], index: int, *, score: float, passed: Optional[bool],
+               token_scores: list[float], reward_map: tuple[float, float], details: dict[str, Any],
+               offsets: Optional[list[Span]] = None) -> "Result":
+        """The result of a judged rollout (``rollout``: the request's rollout as JSON); the values
+        are the server's own, already checked, so no validation runs."""
+        return cls.model_construct(id=rollout["id"], group=rollout.get("group"), index=index, score=score, passed=passed,
+                                   token_scores=token_scores, token_offsets=offsets, reward_map=tuple(reward_map),
+                                   details=details, error=None)
+
+    @classmethod
+    def unscored(cls, rollout: Mapping[str, Any], index: int, error: str, bounds: tuple[float, float],
+                 details: Optional[dict[str, Any]] = None, return_offsets: bool = False) -> "Result":
+        """The result of a rollout that could not be scored (a scorer that cannot judge it, a
+        timeout, a dead letter): ``error`` says why. It belongs in no loss (the trainer and the
+        integrations drop it and count it); its tokens score the lower bound only so that a
+        consumer that ignores ``error`` never gains from a scorer's failure."""
+        sent = rollout.get("token_offsets")
+        offsets = [tuple(s) for s in sent] if sent is not None else default_split(rollout.get("completion", ""))
+        low = bounds[0]
+        return cls.model_construct(id=str(rollout.get("id")), group=rollout.get("group"), index=index, score=low,
+                                   passed=None, token_scores=[low] * len(offsets),
+                                   token_offsets=offsets if sent is None or return_offsets else None,
+                                   reward_map=None, details=details or {}, error=error)
+
+    @property
+    def ok(self) -> bool:
+        """Scored (no ``error``): the rollout belongs in a loss."""
+        return self.error is None
+
+    def rewards(self) -> list[float]:
+        """The token rewards in the recipe's units (``reward_map`` divided out; as sent without one)."""
+        return from_wire(self.token_scores, self.reward_map)
+
+    def to_json(self) -> bytes:
+        """Compact JSON as UTF-8; strings that cannot be encoded have their lone surrogates replaced."""
+        try:
+            return self.__pydantic_serializer__.to_json(self)
+        except ValueError:  # a lone surrogate in a message or detail (it cannot be UTF-8)
+            return json.dumps(clean_json(self.model_dump(mode="python")), ensure_ascii=False,
+                              separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: str | bytes) -> "Result":
+        """A result read from the wire (validated)."""
+        return cls.model_validate_json(data)
 
 
 class RewardResponse(BaseModel):
@@ -176,17 +241,3 @@ class ScorersResponse(BaseModel):
 
 class ErrorResponse(BaseModel):
     detail: Any = Field(..., description="what was wrong with the request")
-
-
-def reward_units(result: Mapping[str, Any]) -> list[float]:
-    """A result's token scores back in the recipe's units, ``r = (token_score - shift) / scale``
-    for its ``reward_map = [scale, shift]`` (as sent without one). Every consumer that normalises
-    with a floor in reward units (``bot_grpo``'s ``min_std``) reads token rewards through this."""
-    scores = [float(x) for x in result["token_scores"]]
-    reward_map = result.get("reward_map")
-    if not reward_map:
-        return scores
-    scale, shift = (float(v) for v in reward_map)
-    if not (math.isfinite(scale) and math.isfinite(shift)) or scale <= 0:
-        raise ValueError(f"reward_map must be [scale > 0, shift], finite; got {list(reward_map)}")
-    return [(x - shift) / scale for x in scores]

@@ -14,3 +14,9 @@ def require_host(available: bool, what: str) -> None:
     if IN_CI:
         pytest.fail(f"{what} is required in CI (CI=true) but is not available on this host")
     pytest.skip(f"{what} not available on this host")
+
+
+def queue_result(item, **details):
+    """A minimal :class:`Result` for queue tests: ``details`` carries what the test checks."""
+    from botgrpo.services.schemas import Result
+    return Result(id=str(item.index), index=item.index, score=0.0, token_scores=[], details=details)

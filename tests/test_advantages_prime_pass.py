@@ -8,7 +8,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from tests.test_advantages import batch, batches, flat, valid
-from botgrpo.trainer.advantages import DECOUPLED_LOCAL_WEIGHT, compute_advantages
+from botgrpo.services.recipe import DEFAULT_LOCAL_WEIGHT
+from botgrpo.trainer.advantages import compute_advantages
 
 
 def weighted_mean(adv, mask, rows):
@@ -174,7 +175,7 @@ def test_the_servers_w_s_is_divided_out_and_local_weight_is_the_weight(case, w):
                           atol=1e-9)
     r, m, g, R = recipe_batch(outcomes, locals_, groups, 0.5)
     outcome = compute_advantages("grpo", r, m, g, R, eps=0.0)
-    doubled = compute_advantages("decoupled", r, m, g, R, eps=0.0, local_weight=2 * DECOUPLED_LOCAL_WEIGHT)
+    doubled = compute_advantages("decoupled", r, m, g, R, eps=0.0, local_weight=2 * DEFAULT_LOCAL_WEIGHT)
     assert torch.allclose(doubled - outcome, 2 * (adv - outcome), atol=1e-9)
 
 
@@ -196,7 +197,8 @@ def test_decoupled_local_part_has_zero_mean_and_unit_spread_in_its_bag(case):
 def test_decoupled_through_the_wire_equals_the_recipe_for_any_bounds():
     """The trainer's path: the server's token scores (mapped into its bounds), its score (the
     outcome) and reward_map, read by StreamedScores, give the advantages of R and l directly."""
-    from botgrpo.reward_server.composition import clip_outcome, token_rewards, wire_map
+    from botgrpo.services.recipe import WireMap, clip_outcome, to_wire, token_rewards
+    from botgrpo.services.schemas import Result
     from botgrpo.trainer.rewards import StreamedScores
 
     outcomes, locals_, w = [1.0, 0.0, -1.0, -1.0], [[0.0, -1.0, 0.0], [0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0]], 0.5
@@ -205,9 +207,10 @@ def test_decoupled_through_the_wire_equals_the_recipe_for_any_bounds():
     for bounds in ((-1.0, 1.0), (-5.0, 3.0)):
         scores = StreamedScores(m, group_size=4)
         for i, (outcome, local) in enumerate(zip(outcomes, locals_)):
-            scores.deliver(i, {"score": clip_outcome(outcome, bounds), "passed": outcome > 0,
-                               "token_scores": token_rewards(outcome, np.array(local), w, bounds).tolist(),
-                               "reward_map": list(wire_map(w, bounds))})
+            wire = WireMap.of(w, bounds)
+            scores.deliver(i, Result.scored({"id": str(i)}, i, score=clip_outcome(outcome, bounds), passed=outcome > 0,
+                                            token_scores=to_wire(token_rewards(outcome, np.array(local), w), wire, bounds),
+                                            reward_map=wire, details={}))
         got = scores.result(timeout=5)
         adv = compute_advantages("decoupled", got.token_rewards, m, g, got.seq_rewards)
         assert torch.allclose(adv.double(), expected, atol=1e-5), bounds
@@ -226,11 +229,6 @@ def test_decoupled_takes_a_rounding_sized_local_spread_as_none(dtype):
     assert torch.equal(compute_advantages("decoupled", r, m, g, R, eps=0.0), exact)
     blown_up = compute_advantages("decoupled", r, m, g, R, eps=0.0, local_tol=0.0) - exact
     assert blown_up.abs().max() > 0.4  # local_weight 0.5 times a unit-sized z made of rounding
-
-
-def test_decoupled_default_weight_is_the_servers_w_s_default():
-    from botgrpo.reward_server.composition import DEFAULT_LOCAL_WEIGHT
-    assert DECOUPLED_LOCAL_WEIGHT == DEFAULT_LOCAL_WEIGHT
 
 
 # --------------------------------------------------------------------------- selection

@@ -1,12 +1,20 @@
-"""The reward composition layer: r = R + w_s * l, mapped affinely into the bounds."""
+"""The reward recipe: r = R + w_s * l, mapped affinely into the bounds (services/recipe.py), and
+the span mapper that applies it to a verdict (reward_server/spans.compose)."""
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from botgrpo.reward_server.composition import clip_outcome, compose, token_rewards
 from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
+from botgrpo.reward_server.spans import compose
+from botgrpo.services.recipe import WireMap, clip_outcome, from_wire, to_wire
+from botgrpo.services.recipe import token_rewards as recipe_rewards
 from botgrpo.trainer.advantages import compute_advantages
+
+
+def token_rewards(outcome, local, w, bounds=(-1.0, 1.0)) -> np.ndarray:
+    """The recipe's token rewards as the wire carries them (the map applied)."""
+    return np.array(to_wire(recipe_rewards(outcome, local, w), WireMap.of(w, bounds), bounds))
 
 
 def test_hand_computed():
@@ -94,11 +102,8 @@ def test_the_outcome_dominates(w, passing_local, failing_local):
                 min_size=2, max_size=6), st.sampled_from([0.1, 0.5, 1.0]))
 def test_min_std_is_in_reward_units_whatever_the_wire_map(rollouts, w):
     """bot_grpo's floor on the spread applies to rewards in the recipe's units: the trainer divides
-    each result's reward_map out (services.schemas.reward_units), so the bounded estimator's
+    each result's reward_map out (services.recipe.from_wire), so the bounded estimator's
     advantages are the same for every bound and equal those computed on r = R + w_s l directly."""
-    from botgrpo.reward_server.composition import wire_map
-    from botgrpo.services.schemas import reward_units
-
     width = max(len(l) for _, l in rollouts)
     mask = torch.zeros(len(rollouts), width, dtype=torch.bool)
     direct = torch.zeros(len(rollouts), width, dtype=torch.float64)
@@ -110,6 +115,6 @@ def test_min_std_is_in_reward_units_whatever_the_wire_map(rollouts, w):
     for bounds in ((-1.0, 1.0), (0.0, 1.0), (-5.0, 3.0)):
         units = torch.zeros_like(direct)
         for i, (R, local) in enumerate(rollouts):
-            wire = {"token_scores": token_rewards(R, np.array(local), w, bounds).tolist(), "reward_map": wire_map(w, bounds)}
-            units[i, :len(local)] = torch.tensor(reward_units(wire), dtype=torch.float64)
+            scores = token_rewards(R, np.array(local), w, bounds).tolist()
+            units[i, :len(local)] = torch.tensor(from_wire(scores, WireMap.of(w, bounds)), dtype=torch.float64)
         assert torch.allclose(compute_advantages("bot_grpo", units, mask, groups), expected, atol=1e-6)

@@ -519,10 +519,10 @@ def test_a_scorer_exception_becomes_that_rollouts_error_result(monkeypatch):
     items.append(WorkItem("b", 3, {"task": "math", "options": {"no_such_option": 1},
                                    "rollout": {"id": "3", "completion": "\\boxed{2}"}}))
     results = asyncio.run(service.handle(items))
-    assert [r["index"] for r in results] == [0, 1, 2, 3]
-    assert results[0]["passed"] is True and results[2]["passed"] is False
-    assert "scorer exploded" in results[1]["error"] and results[1]["id"] == "1"
-    assert results[3]["error"] and results[3]["id"] == "3"
+    assert [r.index for r in results] == [0, 1, 2, 3]
+    assert results[0].passed is True and results[2].passed is False
+    assert "scorer exploded" in results[1].error and results[1].id == "1"
+    assert results[3].error and results[3].id == "3" and not results[3].ok
 
 
 # --------------------------------------------------------------------------------------------- measurements

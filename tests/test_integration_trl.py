@@ -125,8 +125,9 @@ def test_reward_server_source_sends_token_spans_and_returns_token_scores(tiny_mo
     def server(request):
         body = json.loads(request.content)
         sent.append(body)
-        lines = [json.dumps({"id": r["id"], "score": 0.0, "token_scores": [float(s) for s, _ in r["token_offsets"]]})
-                 for r in body["rollouts"]]
+        lines = [json.dumps({"id": r["id"], "index": i, "score": 0.0,
+                             "token_scores": [float(s) for s, _ in r["token_offsets"]]})
+                 for i, r in enumerate(body["rollouts"])]
         return httpx.Response(200, text="\n".join(lines) + "\n")
 
     source = RewardServerTokens("http://reward.test", "math", options={"error_propagation": False}, tokenizer=tokenizer)
@@ -150,9 +151,6 @@ def server(tmp_path_factory):
     srv = LiveServer(tmp_path_factory.mktemp("srv"), env={"BOTGRPO_WARM_SCORERS": "false"})
     yield srv
     srv.stop()
-
-
-from botgrpo.services.schemas import reward_units  # noqa: E402
 
 
 def server_scores(url, task, tokenizer, ids, reference, options=None):
@@ -179,7 +177,7 @@ def test_math_rewards_from_a_live_server_drive_the_token_advantages(tiny_model, 
         prompt = tokenizer.decode(batch["prompt_ids"][i][batch["prompt_mask"][i].bool()], skip_special_tokens=True)
         ids = batch["completion_ids"][i][batch["completion_mask"][i].bool()].tolist()
         # the trainer's rows are the server's token scores in reward units (its reward_map divided out)
-        assert row == pytest.approx(reward_units(server_scores(server.url, "math", tokenizer, ids, reference[prompt])))
+        assert row == pytest.approx(server_scores(server.url, "math", tokenizer, ids, reference[prompt]).rewards())
     assert all(b["advantages"].isfinite().all() for b in trainer.batches)
 
 

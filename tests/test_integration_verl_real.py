@@ -171,7 +171,6 @@ COMPLETIONS = [("3 * 4 = 12, so \\boxed{12}", "12"), ("3 * 4 = 12, 12 + 2 = 15, 
 
 def test_the_reward_manager_fills_token_scores_from_a_live_server(server, tokenizer):
     from botgrpo.services.client import RewardClient
-    from botgrpo.services.schemas import reward_units
     from botgrpo.trainer.rollout.alignment import token_spans
     rm = manager(server, tokenizer)
     results = []
@@ -182,10 +181,10 @@ def test_the_reward_manager_fills_token_scores_from_a_live_server(server, tokeni
         with RewardClient(server.url) as client:
             [direct] = client.score("math", [{"id": "0", "completion": text, "reference": {"answer": truth},
                                               "token_offsets": [list(s) for s in spans]}])
-        assert result["reward_score"] == direct["score"]
+        assert result["reward_score"] == direct.score
         # the server's token scores in reward units (its reward_map divided out), as the trainer reads them
-        assert result["reward_extra_info"]["botgrpo_token_scores"] == pytest.approx(reward_units(direct))
-        assert len(direct["token_scores"]) == len(ids)
+        assert result["reward_extra_info"]["botgrpo_token_scores"] == pytest.approx(direct.rewards())
+        assert len(direct.token_scores) == len(ids)
         results.append(result)
     assert results[0]["reward_score"] > results[1]["reward_score"]
     wrong_step = results[1]["reward_extra_info"]["botgrpo_token_scores"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.react.render import MAX_LINT_SPANS
 from botgrpo.reward_server.scorers.base import Rollout
 from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer

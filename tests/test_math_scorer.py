@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.math.equivalence import warm_up
 from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
 from botgrpo.reward_server.scorers.math import MathOptions, MathScorer

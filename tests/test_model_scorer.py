@@ -79,9 +79,10 @@ def test_service_offers_model_task_only_when_configured(checkpoint):
         assert "model" in service.tasks()
         import asyncio
         item = WorkItem("b", 0, {"task": "model", "options": {}, "rollout": {"id": "x", "completion": "x = 1 + 1",
-                                                                              "token_offsets": [[0, 1], [1, 9]]}})
+                                                                              "token_offsets": [[0, 1], [1, 9]]},
+                                   "return_offsets": True})
         [wire] = asyncio.run(service.handle([item]))
-        assert [list(span) for span in wire["token_offsets"]] == [[0, 1], [1, 9]] and len(wire["token_scores"]) == 2
+        assert [list(span) for span in wire.token_offsets] == [[0, 1], [1, 9]] and len(wire.token_scores) == 2
     finally:
         service.close()
 

@@ -21,6 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKER_SCRIPT = """
 import asyncio, logging, sys
 from botgrpo.services.queue import run_worker
+from botgrpo.services.schemas import Result
 
 url, name, delay_s, claim_idle_ms = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 logging.basicConfig(level=logging.INFO, format=f"{name} %(levelname)s %(name)s: %(message)s")
@@ -29,7 +30,8 @@ async def handler(items):
     results = []
     for item in items:
         await asyncio.sleep(delay_s)
-        results.append({"echo": item.payload, "worker": name})
+        results.append(Result(id=str(item.index), index=item.index, score=0.0, token_scores=[],
+                              details={"echo": item.payload, "worker": name}))
     return results
 
 asyncio.run(run_worker(url, handler, consumer=name, batch_size=4, block_ms=200,
@@ -70,7 +72,7 @@ def submit_batch(n: int) -> tuple[str, list[WorkItem]]:
 
 def assert_all_scored_once(outcomes: list[Outcome], n: int) -> None:
     assert sorted(o.index for o in outcomes) == list(range(n)), "an index was lost or duplicated"
-    bad = [o for o in outcomes if o.result is None or o.result["echo"]["rollout"]["i"] != o.index]
+    bad = [o for o in outcomes if o.result is None or o.result.details["echo"]["rollout"]["i"] != o.index]
     assert not bad, f"failed or mismatched outcomes: {bad[:3]}"
 
 
@@ -97,7 +99,7 @@ def test_killed_worker_mid_batch_is_rescored_by_the_survivor(
         held_at_death = 0
         async for outcome in queue.results(batch, n, timeout_s=40):
             outcomes.append(outcome)
-            if held_at_death == 0 and len(outcomes) >= 8 and outcome.result["worker"] == "doomed":
+            if held_at_death == 0 and len(outcomes) >= 8 and outcome.result.details["worker"] == "doomed":
                 # It has just committed a batch; a moment later it is mid-way through the next.
                 await asyncio.sleep(0.08)
                 doomed.send_signal(signal.SIGKILL)
@@ -112,7 +114,7 @@ def test_killed_worker_mid_batch_is_rescored_by_the_survivor(
     outcomes, held_at_death = asyncio.run(scenario())
     assert held_at_death > 0, "the killed worker held no entries, so nothing was tested"
     assert_all_scored_once(outcomes, n)
-    assert {o.result["worker"] for o in outcomes} == {"doomed", "survivor"}
+    assert {o.result.details["worker"] for o in outcomes} == {"doomed", "survivor"}
     assert_work_stream_drained(redis_server)
 
     survivor.send_signal(signal.SIGTERM)

@@ -15,15 +15,17 @@ import uuid
 from typing import Any
 
 from botgrpo.services.queue import RedisQueue, RedisWorker, WorkItem
+from botgrpo.services.schemas import Result
+from tests.helpers import queue_result
 from botgrpo.services.queue.redis_streams import DEFAULT_STREAM, QueueKeys
 from tests.redis_server import RedisServer, redis_server_fixture  # noqa: F401  (provides redis_server)
 
 PER_ITEM_S = 0.05
 
 
-async def slow(items: list[WorkItem]) -> list[dict[str, Any]]:
+async def slow(items: list[WorkItem]) -> list[Result]:
     await asyncio.sleep(PER_ITEM_S * len(items))
-    return [{"i": item.index} for item in items]
+    return [queue_result(item, i=item.index) for item in items]
 
 
 def batch_of(n: int, client: str) -> tuple[str, list[WorkItem]]:
@@ -123,9 +125,9 @@ def test_each_client_waits_in_its_own_stream_and_nothing_stays_once_served(redis
 
     seen: list[tuple[str, int]] = []
 
-    async def record(items: list[WorkItem]) -> list[dict[str, Any]]:
+    async def record(items: list[WorkItem]) -> list[Result]:
         seen.append((items[0].client, len(items)))
-        return [{} for _ in items]
+        return [queue_result(item) for item in items]
 
     async def drained() -> None:
         stop = asyncio.Event()

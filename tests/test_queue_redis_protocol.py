@@ -25,6 +25,8 @@ from botgrpo.services.queue import (
     result_key,
 )
 from botgrpo.services.queue.redis_streams import TAKE_SCRIPT, QueueKeys
+from botgrpo.services.schemas import Result
+from tests.helpers import queue_result
 from tests.redis_server import RedisServer, redis_server_fixture  # noqa: F401  (provides redis_server)
 
 
@@ -33,10 +35,10 @@ def make_batch(n: int, poison: int | None = None) -> tuple[str, list[WorkItem]]:
     return batch, [WorkItem(batch, i, {"rollout": {"i": i}, "poison": i == poison}) for i in range(n)]
 
 
-async def echo(items: list[WorkItem]) -> list[dict[str, Any]]:
+async def echo(items: list[WorkItem]) -> list[Result]:
     if any(item.payload["poison"] for item in items):
         raise RuntimeError("poisoned item")
-    return [{"echo": item.payload} for item in items]
+    return [queue_result(item, echo=item.payload) for item in items]
 
 
 async def with_worker(
@@ -67,7 +69,7 @@ def test_redis_queue_is_a_rollout_queue(redis_server: RedisServer) -> None:
 def test_item_the_handler_keeps_failing_is_dead_lettered_and_reported(redis_server: RedisServer) -> None:
     calls: list[list[int]] = []
 
-    async def recording_echo(items: list[WorkItem]) -> list[dict[str, Any]]:
+    async def recording_echo(items: list[WorkItem]) -> list[Result]:
         calls.append([item.index for item in items])
         return await echo(items)
 
@@ -81,7 +83,7 @@ def test_item_the_handler_keeps_failing_is_dead_lettered_and_reported(redis_serv
     )
     by_index = {o.index: o for o in outcomes}
     assert sorted(by_index) == list(range(8)) and len(outcomes) == 8
-    assert all(by_index[i].result == {"echo": {"rollout": {"i": i}, "poison": False}} for i in by_index if i != 3)
+    assert all(by_index[i].result.details == {"echo": {"rollout": {"i": i}, "poison": False}} for i in by_index if i != 3)
     failed = by_index[3]
     assert failed.result is None
     assert "dead-lettered after 3 attempts" in failed.error and "poisoned item" in failed.error
@@ -100,7 +102,7 @@ def test_entry_that_keeps_killing_workers_is_dead_lettered_without_scoring(redis
     client = redis_server.client()
     scored: list[WorkItem] = []
 
-    async def recording_echo(items: list[WorkItem]) -> list[dict[str, Any]]:
+    async def recording_echo(items: list[WorkItem]) -> list[Result]:
         scored.extend(items)
         return await echo(items)
 
@@ -161,12 +163,15 @@ def test_results_deduplicates_republished_indexes_and_times_out_the_rest(redis_s
     batch = uuid.uuid4().hex
     key = result_key(batch)
     client = redis_server.client()
-    client.xadd(key, {"index": "0", "result": json.dumps({"first": True})})
-    client.xadd(key, {"index": "0", "result": json.dumps({"first": False})})  # a rescored duplicate
+    def result(index: int, **details) -> str:
+        return queue_result(WorkItem(batch, index, {}), **details).to_json().decode()
+
+    client.xadd(key, {"index": "0", "result": result(0, first=True)})
+    client.xadd(key, {"index": "0", "result": result(0, first=False)})  # a rescored duplicate
     client.xadd(key, {"garbage": "x"})  # undecodable: skipped, not fatal
-    client.xadd(key, {"index": "7", "result": "{}"})  # out of range: ignored
+    client.xadd(key, {"index": "7", "result": result(7)})  # out of range: ignored
     client.xadd(key, {"index": "1", "error": "boom"})
-    client.xadd(key, {"index": "1", "result": "{}"})  # late duplicate of a failure: still the first wins
+    client.xadd(key, {"index": "1", "result": result(1)})  # late duplicate of a failure: still the first wins
 
     async def scenario() -> list[Outcome]:
         queue = RedisQueue(redis_server.url, poll_s=0.1)
@@ -177,7 +182,7 @@ def test_results_deduplicates_republished_indexes_and_times_out_the_rest(redis_s
 
     outcomes = asyncio.run(scenario())
     assert outcomes == [
-        Outcome(batch, 0, {"first": True}),
+        Outcome(batch, 0, queue_result(WorkItem(batch, 0, {}), first=True)),
         Outcome(batch, 1, None, "boom"),
         Outcome(batch, 2, None, TIMED_OUT),
     ]

@@ -6,7 +6,7 @@ import pytest
 from botgrpo.reward_server.react.extract import extract_code
 from botgrpo.reward_server.scorers.base import Rollout
 from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
-from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.spans import char_scores, default_split
 from tests.node_toolchain import require_node_toolchain
 from tests.data.react_corpus import CASES, COUNTER, GLUED_ATTRIBUTE

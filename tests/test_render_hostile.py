@@ -16,7 +16,7 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.scorers.base import Rollout
 from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
 from botgrpo.reward_server.spans import default_split

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.scorers.base import Rollout
 from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
 from botgrpo.reward_server.spans import default_split

@@ -45,11 +45,14 @@ def test_rewards_in_request_order_with_one_score_per_token(server):
     results = r.json()["results"]
     assert [x["id"] for x in results] == ["good", "bad"] and [x["index"] for x in results] == [0, 1]
     good, bad = results
-    assert good["passed"] is True and good["token_offsets"] == rollouts[0]["token_offsets"]
+    assert good["passed"] is True and good["token_offsets"] is None  # the caller's own: not sent back unasked
     assert good["token_scores"] == [1.0, 1.0, 1.0, 1.0]
     assert bad["passed"] is False and len(bad["token_scores"]) == len(bad["token_offsets"]) > 0
     assert all(-1 <= s <= 1 for s in bad["token_scores"]) and min(bad["token_scores"]) == -1.0
-    assert bad["details"]["errors"][0]["line"] == 3
+    assert bad["details"]["errors"][0]["line"] == 3  # the server's own split: sent back
+    echoed = post(server, "/v1/rewards", {"task": "react", "options": {"level": "build"}, "rollouts": rollouts[:1],
+                                          "return_offsets": True}).json()["results"][0]
+    assert echoed["token_offsets"] == rollouts[0]["token_offsets"] and echoed["token_scores"] == good["token_scores"]
 
 
 def test_stream_delivers_every_id_once_as_ndjson(server):
@@ -123,8 +126,9 @@ def test_openapi_documents_every_field(server):
 def test_sync_client_scores_and_names_server_errors(server):
     with RewardClient(server.url, api_key=KEY) as client:
         results = client.score("math", math_rollouts(6))
-        assert [r["id"] for r in results] == [f"m{i}" for i in range(6)]
-        assert {r["id"] for r in client.stream("math", math_rollouts(6))} == {f"m{i}" for i in range(6)}
+        assert [r.id for r in results] == [f"m{i}" for i in range(6)]
+        assert [r.passed for r in results] == [bool(i % 2) for i in range(6)] and all(r.ok for r in results)
+        assert {r.id for r in client.stream("math", math_rollouts(6))} == {f"m{i}" for i in range(6)}
         with pytest.raises(RewardServerError, match="422.*unknown task 'chess'") as err:
             client.score("chess", math_rollouts(1))
         assert err.value.status == 422
@@ -137,7 +141,7 @@ def test_sync_client_scores_and_names_server_errors(server):
 def test_async_client_streams(server):
     async def go():
         async with AsyncRewardClient(server.url, api_key=KEY) as client:
-            seen = [r["id"] async for r in client.stream("math", math_rollouts(20))]
+            seen = [r.id async for r in client.stream("math", math_rollouts(20))]
             info = await client.scorers()
         return seen, info
     seen, info = asyncio.run(go())

@@ -100,7 +100,7 @@ def test_score_command_react_and_math(tmp_path, capsys):
 def test_score_command_rejects_bad_options(tmp_path):
     path = tmp_path / "x.txt"
     path.write_text("hello")
-    with pytest.raises(SystemExit, match="(?s)bad --option for task 'react'.*colour"):
+    with pytest.raises(SystemExit, match="(?s)invalid options for task 'react'.*colour"):
         main(["score", "--task", "react", str(path), "-o", "colour=red"])
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.tiny_setup import tiny_config, tiny_math_setup
+from botgrpo.services.schemas import Result
 from botgrpo.trainer.advantages import ESTIMATORS, compute_advantages
 from botgrpo.trainer.loop import Trainer
 from botgrpo.trainer.rewards import StreamedScores
@@ -56,8 +57,15 @@ def test_group_local_estimators_give_the_batch_values_on_a_few_groups(name, opti
 
 
 # --------------------------------------------------------------------------- the stream of groups
+def as_result(fields: dict, row: int = 0) -> Result:
+    """A wire result with ``fields`` (an unscored one takes the lower bound, no tokens)."""
+    defaults = {"score": -1.0, "token_scores": []} if fields.get("error") else {}
+    return Result.model_validate({"id": str(row), "index": row, **defaults, **fields})
+
+
 def _result(score, n, error=False):
-    return {"error": "timeout"} if error else {"score": score, "token_scores": [score] * n, "passed": score > 0}
+    return as_result({"error": "timeout"} if error else {"score": score, "token_scores": [score] * n,
+                                                          "passed": score > 0})
 
 
 def test_streamed_scores_hand_out_each_group_once_when_complete():
@@ -109,9 +117,10 @@ class ScrambledSource:
         def result(i):
             n = int(batch.lengths[i])
             if i in self.unscored:
-                return {"error": "scorer timed out"}
+                return as_result({"error": "scorer timed out"}, i)
             score = 0.5 if i < G else (1.0 if (i * 7) % 3 else -1.0)
-            return {"score": score, "token_scores": [score - 0.1 * (t % 3) for t in range(n)], "passed": score > 0}
+            return as_result({"score": score, "token_scores": [score - 0.1 * (t % 3) for t in range(n)],
+                              "passed": score > 0}, i)
 
         def deliver():
             for i in order:
@@ -198,7 +207,7 @@ def test_a_step_with_nothing_in_the_loss_does_not_move_the_weights(setup, tmp_pa
             def deliver():
                 time.sleep(0.05)  # not all in at submission (the whole-batch path would run)
                 for i in range(batch.completion_mask.shape[0]):
-                    scores.deliver(i, {"score": 1.0, "token_scores": [1.0] * int(batch.lengths[i])})
+                    scores.deliver(i, as_result({"score": 1.0, "token_scores": [1.0] * int(batch.lengths[i])}, i))
             threading.Thread(target=deliver, daemon=True).start()
             return scores
 
@@ -251,13 +260,13 @@ def test_delivered_token_scores_come_back_in_reward_units():
     padding stays 0; a map that cannot be inverted fails the batch instead of training on it."""
     mask = torch.tensor([[True, True, False], [True, False, False]])
     scores = StreamedScores(mask, group_size=2)
-    scores.deliver(0, {"score": -1.0, "token_scores": [0.2, -1.0], "reward_map": [0.8, 0.2], "passed": False,
-                       "details": {"component_declared": True}})
-    scores.deliver(1, {"score": 1.0, "token_scores": [1.0], "passed": True})  # no map: as sent
+    scores.deliver(0, as_result({"score": -1.0, "token_scores": [0.2, -1.0], "reward_map": [0.8, 0.2], "passed": False,
+                                 "details": {"component_declared": True}}))
+    scores.deliver(1, as_result({"score": 1.0, "token_scores": [1.0], "passed": True}, 1))  # no map: as sent
     batch = scores.result(timeout=5)
     assert batch.token_rewards.tolist() == [[0.0, -1.5, 0.0], [1.0, 0.0, 0.0]]
     assert batch.component[0] == 1.0 and torch.isnan(batch.component[1])
     bad = StreamedScores(mask, group_size=2)
     with pytest.raises(ValueError, match="reward_map"):
-        bad.deliver(0, {"score": 0.0, "token_scores": [0.0, 0.0], "reward_map": [0.0, 1.0]})
+        bad.deliver(0, as_result({"score": 0.0, "token_scores": [0.0, 0.0], "reward_map": [0.0, 1.0]}))
     assert bad.exception() is not None

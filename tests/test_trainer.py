@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from botgrpo.trainer.tiny import train_tokenizer
-from botgrpo.reward_server.composition import compose
+from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
 from tests.live_server import LiveServer
 from tests.tiny_setup import tiny_config, tiny_math_setup

@@ -27,6 +27,8 @@ from typing import Callable, NamedTuple, Optional
 import torch
 from torch import Tensor
 
+from botgrpo.services.recipe import DEFAULT_LOCAL_WEIGHT
+
 Estimator = Callable[..., Tensor]
 ESTIMATORS: dict[str, Estimator] = {}
 
@@ -325,14 +327,11 @@ def rloo(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Op
 
 
 # --------------------------------------------------------------------------- decoupled
-# The composition's w_s default (botgrpo.reward_server.composition.DEFAULT_LOCAL_WEIGHT, which
-# the trainer may not import; tests/test_advantages_prime_pass.py checks they agree).
-DECOUPLED_LOCAL_WEIGHT = 0.5
 
 
 @register("decoupled")
 def decoupled(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_rewards: Optional[Tensor] = None,
-              *, local_weight: float = DECOUPLED_LOCAL_WEIGHT, eps: float = 1e-6, local_tol: float = 1e-5) -> Tensor:
+              *, local_weight: float = DEFAULT_LOCAL_WEIGHT, eps: float = 1e-6, local_tol: float = 1e-5) -> Tensor:
     """Decoupled (PASS-style) normalisation: the outcome as GRPO does, the local term in its own bag.
 
     The token rewards are the recipe's ``r_it = R_i + w_s l_it``; the outcome ``R_i`` is
@@ -355,7 +354,7 @@ def decoupled(token_rewards: Tensor, mask: Tensor, group_ids: Tensor, seq_reward
     local term reaches the trainer (any ``w_s > 0`` gives the same advantages up to ``eps``):
     ``local_weight`` is the one weight of the local term, and its default is the server's
     ``w_s`` default. ``R`` and ``r`` must be in the same units (the trainer divides the wire's
-    ``reward_map`` out, :func:`botgrpo.services.schemas.reward_units`); an affine map of both
+    ``reward_map`` out, ``Result.rewards()``); an affine map of both
     changes nothing. Without ``seq_rewards``, ``R_i`` is the rollout's mean token reward (the
     module's convention), so ``d`` is each token's deviation from its rollout's mean. A rollout
     whose ``R_i`` is undefined (NaN) takes no part in either statistic.

@@ -7,7 +7,7 @@ streams them; :meth:`StreamedScores.next_groups` hands out each group once all i
 in (the group-streamed update starts on those), ``result()`` is the whole batch. The policy's
 own tokens go as ``token_offsets``, so the server's token scores line up with the trainer's
 tokens one to one. A rollout the server could not score (a result with
-``error``) is marked unscored: NaN sequence reward, no token rewards, and the loop leaves it out
+``error``, not ``ok``) is marked unscored: NaN sequence reward, no token rewards, and the loop leaves it out
 of the loss rather than punish the policy for the server's failure.
 
 The trainer reaches a reward server only through :mod:`botgrpo.services.client`; a server in
@@ -20,12 +20,12 @@ import queue
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 
 from botgrpo.services.client import RewardClient
-from botgrpo.services.schemas import reward_units
+from botgrpo.services.schemas import Result
 from botgrpo.trainer.rollout.alignment import scores_to_tensor
 from botgrpo.trainer.rollout.base import RolloutBatch
 
@@ -77,23 +77,20 @@ class StreamedScores(Future):
         if B == 0:
             self._finish()
 
-    def deliver(self, row: int, result: Mapping[str, Any]) -> None:
-        """Row ``row``'s server result (``score``, ``token_scores``, ``passed``, ``details``, or
-        ``error``). Called by one thread; raises (and fails the batch) on a result that does not fit."""
+    def deliver(self, row: int, result: Result) -> None:
+        """Row ``row``'s server result. Called by one thread; raises (and fails the batch) on a
+        result that does not fit."""
         try:
             if self._seen[row]:
                 raise ValueError(f"rollout {row} was delivered twice")
-            p, scored = self.partial, not result.get("error")
+            p, scored = self.partial, result.ok
             if scored:
-                n, token_scores = int(self.mask[row].sum()), result["token_scores"]
-                if len(token_scores) != n:
-                    raise ValueError(f"rollout {row}: {len(token_scores)} token scores for {n} tokens")
                 # in the recipe's units (the wire's map divided out): bot_grpo's min_std is a floor in them
-                p.token_rewards[row] = scores_to_tensor([reward_units(result)], self.mask[row:row + 1])[0]
-                p.seq_rewards[row] = float(result["score"])
-            details = result.get("details") or {}
-            p.details[row] = {**details, "error": result["error"]} if result.get("error") else details
-            p.passed[row] = _flag(result.get("passed"))
+                p.token_rewards[row] = scores_to_tensor([result.rewards()], self.mask[row:row + 1], first=row)[0]
+                p.seq_rewards[row] = result.score
+            details = result.details
+            p.details[row] = details if scored else {**details, "error": result.error}
+            p.passed[row] = _flag(result.passed)
             p.spec_passed[row] = _flag(details.get("spec_passed"))
             p.component[row] = _flag(details.get("component_declared"))
             p.scored[row] = scored
@@ -165,7 +162,7 @@ class RewardSource:
         once, a broken stream resumed); any failure fails ``scores``."""
         try:
             for result in self.client.stream(self.task, rollouts, options):
-                scores.deliver(int(result["id"]), result)
+                scores.deliver(int(result.id), result)
             if not scores.done():
                 raise RuntimeError("the reward stream ended before every rollout was scored")
         except BaseException as error:

@@ -13,21 +13,22 @@ import argparse
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
-from botgrpo.reward_server.scorers import OPTIONAL_SCORERS, SCORERS, create_scorer
-from botgrpo.reward_server.scorers.base import Rollout
-from botgrpo.reward_server.composition import compose
-from botgrpo.reward_server.spans import check_offsets, default_split
+from botgrpo.reward_server.service import RequestRejected, ScoringService
+from botgrpo.reward_server.settings import ServerSettings
+from botgrpo.services.schemas import Result, RewardRequest
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="a completion (text) or rollouts (.jsonl)")
-    parser.add_argument("--task", required=True, choices=sorted({*SCORERS, *OPTIONAL_SCORERS}))
+    parser.add_argument("--task", required=True, help="react, math, or another task the server would serve "
+                                                      "(judge with BOTGRPO_JUDGE_URL set, model with BOTGRPO_MODEL_PATH)")
     parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                         help="scorer option, e.g. -o level=typecheck (repeatable)")
     parser.add_argument("--reference", default=None, metavar="JSON",
@@ -47,16 +48,18 @@ def _options(pairs: list[str]) -> dict:
     return out
 
 
-def _rollouts(path: Path, reference: str | None) -> list[tuple[Rollout, list | None]]:
+def _rollouts(path: Path, reference: str | None) -> list[dict[str, Any]]:
+    """The file's rollouts as the REST API takes them."""
     text = path.read_text()
     if path.suffix != ".jsonl":
-        return [(Rollout(text, reference=json.loads(reference) if reference else None), None)]
+        return [{"id": "1", "completion": text, "reference": json.loads(reference) if reference else None}]
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 row = json.loads(line)
-                rows.append((Rollout(row["completion"], row.get("prompt"), row.get("reference")), row.get("token_offsets")))
+                rows.append({"id": str(n), "completion": row["completion"], "prompt": row.get("prompt"),
+                             "reference": row.get("reference"), "token_offsets": row.get("token_offsets")})
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise SystemExit(f"{path}:{n}: not a rollout ({exc})") from None
     return rows
@@ -73,38 +76,35 @@ def heat(completion: str, offsets, scores) -> Text:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Score the file as the server would (its settings from ``BOTGRPO_*``, its checks, its
+    results), in this process: no server, no queue."""
     console = Console()
-    rows = _rollouts(args.file, args.reference)
-    scorer = create_scorer(args.task)
-    raw_options = _options(args.option)
+    options = _options(args.option)
     if args.screenshot is not None:
-        if "screenshot" not in scorer.Options.model_fields:
-            raise SystemExit(f"botgrpo score: --screenshot needs a task that renders (react), not {args.task!r}")
-        raw_options["screenshot"] = True
+        options["screenshot"] = True
     try:
-        try:
-            options = scorer.Options.model_validate(raw_options)
-        except ValidationError as exc:
-            raise SystemExit(f"botgrpo score: bad --option for task {args.task!r}: {exc}") from None
-        results = scorer.score_batch([r for r, _ in rows], options)
+        request = RewardRequest.model_validate({"task": args.task, "options": options, "return_offsets": True,
+                                                "rollouts": _rollouts(args.file, args.reference)})
+    except ValidationError as exc:
+        raise SystemExit(f"botgrpo score: {exc}") from None
+    service = ScoringService(ServerSettings())
+    try:
+        results = service.score(request)
+    except RequestRejected as exc:
+        raise SystemExit(f"botgrpo score: {exc.detail}") from None
     finally:
-        getattr(scorer, "close", lambda: None)()
+        service.close()
     if args.screenshot is not None:
         _write_screenshots(args.screenshot, results, Console(stderr=True))
-    for (rollout, offsets), result in zip(rows, results):
-        offsets = offsets or default_split(rollout.completion)
-        problem = check_offsets(offsets, len(rollout.completion))
-        if problem:
-            raise SystemExit(problem)
-        scores = compose(result, len(rollout.completion), offsets, options.local_weight)
+    for rollout, result in zip(request.rollouts, results):
         if args.json:
-            details = {k: v for k, v in result.details.items() if k != "screenshot_png" or args.screenshot is None}
-            print(json.dumps({"score": result.score, "passed": result.passed, "token_offsets": offsets,
-                              "token_scores": scores, "details": details, "error": result.error}))
+            if args.screenshot is not None:
+                result.details.pop("screenshot_png", None)
+            print(result.to_json().decode())
             continue
-        verdict = "UNSCORED" if result.error else "PASS" if result.passed else "FAIL"
+        verdict = "PASS" if result.passed else "FAIL" if result.ok else "UNSCORED"
         console.rule(f"{verdict}  outcome {result.score:+.2f}  ({result.error or result.details.get('reason', '')})")
-        console.print(heat(rollout.completion, offsets, scores))
+        console.print(heat(rollout.completion, result.token_offsets, result.token_scores))
         for key in ("errors", "spec_violations", "steps", "lint"):
             if result.details.get(key):
                 console.print(f"[bold]{key}[/]: {result.details[key]}")
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_screenshots(path: Path, results, console: Console) -> None:
+def _write_screenshots(path: Path, results: list[Result], console: Console) -> None:
     """One PNG per rollout that rendered: PATH itself for one rollout, PATH-<n> for several."""
     many = len(results) > 1
     for n, result in enumerate(results, 1):

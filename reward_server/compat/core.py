@@ -5,7 +5,7 @@ Scoring goes through exactly what ``POST /v1/rewards`` uses: :meth:`ScoringServi
 (limits, task, options, references; a :class:`RequestRejected` becomes the app's 4xx),
 :meth:`ScoringService.work_items`, the app's queue (all-or-nothing admission: a
 :class:`QueueFull` becomes the app's 503 with ``Retry-After`` and leaves nothing queued) and its
-results, with :func:`error_result` for a rollout that could not be scored. Auth
+results, with :meth:`ScoringService.outcome_result` for a rollout that could not be scored. Auth
 (:func:`authorised`) takes the server's API key as on ``/v1/*``, and also as the password of HTTP
 Basic auth: neither peer client can set a header, but aiohttp sends a URL's userinfo
 (``http://botgrpo:KEY@host:8000/...``) as Basic auth. So a peer client's retry (OpenRLHF:
@@ -35,8 +35,8 @@ from botgrpo.reward_server.bodies import UnreadableJSON, parse_json
 from botgrpo.reward_server.clients import client_of
 from botgrpo.reward_server.react.spec import Spec
 from botgrpo.reward_server.scorers import scorer_class
-from botgrpo.reward_server.service import RequestRejected, error_result
-from botgrpo.services.schemas import RewardRequest
+from botgrpo.reward_server.service import RequestRejected
+from botgrpo.services.schemas import Result, RewardRequest
 
 RESERVED = frozenset({"options", "eos"})  # query parameters that are not scorer options
 # end-of-sequence texts of common chat models: OpenRLHF decodes with skip_special_tokens=False,
@@ -242,8 +242,8 @@ def _show(value: Any) -> str:
 
 
 async def score(http: Request, task: str, options: dict[str, Any], rollouts: list[dict[str, Any]],
-                mapping: str) -> list[dict[str, Any]]:
-    """The wire results (as ``/v1/rewards`` returns them) of ``rollouts``, in their order.
+                mapping: str) -> list[Result]:
+    """The results (as ``/v1/rewards`` returns them) of ``rollouts``, in their order.
 
     ``mapping`` is appended to rejections that name ``rollouts[i]``, saying which part of the
     peer's request that is.
@@ -264,14 +264,11 @@ async def score(http: Request, task: str, options: dict[str, Any], rollouts: lis
             raise RequestRejected(exc.status, f"{exc.detail} ({mapping})" if "rollouts[" in exc.detail else exc.detail)
 
     await state.queue.submit(await asyncio.to_thread(prepare))
-    results: list[Optional[dict[str, Any]]] = [None] * len(rollouts)
+    results: list[Optional[Result]] = [None] * len(rollouts)
     async with aclosing(state.queue.results(batch, len(rollouts), settings.result_timeout_s)) as outcomes:
         async for outcome in outcomes:
-            result = outcome.result
-            if result is None:
-                rollout = request.rollouts[outcome.index].model_dump(mode="json")
-                result = error_result(rollout, outcome.index, outcome.error or "unknown error", settings.bounds)
-            state.metrics.rollouts.labels(task, "error" if result.get("error") else "scored").inc()
+            result = service.outcome_result(outcome, request)
+            state.metrics.rollouts.labels(task, "scored" if result.ok else "error").inc()
             results[outcome.index] = result
     return results  # type: ignore[return-value]
 
@@ -281,30 +278,30 @@ def check_empty(http: Request, task: str, options: dict[str, Any]) -> None:
     http.app.state.service.check(RewardRequest.model_construct(task=task, options=options, rollouts=[]))
 
 
-def unit_score(result: dict[str, Any], bounds: tuple[float, float]) -> float:
+def unit_score(result: Result, bounds: tuple[float, float]) -> float:
     """The outcome mapped affinely from ``bounds`` onto [0, 1] (an unscored rollout: 0).
 
     OpenRLHF's ``scores`` feed its dynamic filtering, which keeps a prompt's group while the mean
     lies strictly inside ``--algo.dynamic_filtering_range`` (default (0, 1)): with this map a
     group that all fails (0) or all passes (1) is filtered, as with its 0/1 example scorers.
     """
-    if result.get("error"):
+    if not result.ok:
         return 0.0
     low, high = bounds
-    return (float(result["score"]) - low) / (high - low) if high > low else 0.0
+    return (result.score - low) / (high - low) if high > low else 0.0
 
 
 SUMMARY_KEYS = ("passed", "unscored", "token_score_mean", "token_score_min")
 
 
-def summary(result: dict[str, Any], bounds: tuple[float, float]) -> dict[str, float]:
+def summary(result: Result, bounds: tuple[float, float]) -> dict[str, float]:
     """Per-rollout scalars: ``passed`` (1/0), ``unscored`` (1/0), the token scores' mean and min.
 
     The same keys for every result, scored or not, so that per-sample logs line up.
     """
-    scores = result.get("token_scores") or []
+    scores = result.token_scores
     low = bounds[0]
-    return {"passed": 1.0 if result.get("passed") else 0.0,
-            "unscored": 1.0 if result.get("error") else 0.0,
+    return {"passed": 1.0 if result.passed else 0.0,
+            "unscored": 0.0 if result.ok else 1.0,
             "token_score_mean": float(sum(scores) / len(scores)) if scores else low,
             "token_score_min": float(min(scores)) if scores else low}

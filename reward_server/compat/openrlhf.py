@@ -44,7 +44,7 @@ from botgrpo.reward_server.bodies import read_body
 from botgrpo.reward_server.compat.core import (SUMMARY_KEYS, body_schema, check_empty, eos_texts, query_options,
                                       reference_for, response_text, score, summary, unit_score)
 from botgrpo.reward_server.service import RequestRejected
-from botgrpo.services.schemas import JSONValue, Text
+from botgrpo.services.schemas import JSONValue, Result, Text
 
 router = APIRouter()
 LOG_PREFIX = "botgrpo_"
@@ -91,10 +91,10 @@ def rollouts_of(body: OpenRLHFRequest, task: str, eos: tuple[str, ...], limit: i
             for i, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels))]
 
 
-def answer(results: list[dict[str, Any]], bounds: tuple[float, float]) -> dict[str, Any]:
-    """The answer OpenRLHF reads, from the wire results."""
+def answer(results: list[Result], bounds: tuple[float, float]) -> dict[str, Any]:
+    """The answer OpenRLHF reads, from the results."""
     summaries = [summary(r, bounds) for r in results]
-    return {"rewards": [float(r["score"]) for r in results],
+    return {"rewards": [r.score for r in results],
             "scores": [unit_score(r, bounds) for r in results],
             "extra_logs": {LOG_PREFIX + key: [s[key] for s in summaries] for key in SUMMARY_KEYS}}
 

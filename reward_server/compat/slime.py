@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from botgrpo.reward_server.bodies import read_body
 from botgrpo.reward_server.compat.core import (RESERVED, body_schema, eos_texts, query_options, reference_for,
                                       response_text, score, unit_score)
-from botgrpo.services.schemas import JSONValue, Text
+from botgrpo.services.schemas import JSONValue, Result, Text
 
 router = APIRouter()
 
@@ -81,13 +81,13 @@ def rollout_of(body: SlimeRequest, task: str, eos: tuple[str, ...], limit: int) 
             "reference": reference_for(task, body.label, "label")}
 
 
-def answer(result: dict[str, Any], form: str, bounds: tuple[float, float]) -> Union[float, dict[str, Any]]:
+def answer(result: Result, form: str, bounds: tuple[float, float]) -> Union[float, dict[str, Any]]:
     """What slime stores as the reward: the outcome, or the dict form's fields."""
     if form == "number":
-        return float(result["score"])
-    return {"reward": float(result["score"]), "score": unit_score(result, bounds), "passed": result.get("passed"),
-            "unscored": bool(result.get("error")), "error": result.get("error"),
-            "token_scores": result["token_scores"], "token_offsets": [list(s) for s in result["token_offsets"]]}
+        return result.score
+    return {"reward": result.score, "score": unit_score(result, bounds), "passed": result.passed,
+            "unscored": not result.ok, "error": result.error,
+            "token_scores": result.token_scores, "token_offsets": [list(s) for s in result.token_offsets or ()]}
 
 
 @router.post("/slime/{task}", response_model=Union[float, SlimeDetail],

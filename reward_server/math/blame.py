@@ -1,6 +1,6 @@
 """The local signal of a math verdict: where in the completion the reasoning broke.
 
-``l = -1`` (the composition layer, :mod:`botgrpo.reward_server.composition`, weighs it against the
+``l = -1`` (the reward recipe, :mod:`botgrpo.services.recipe`, weighs it against the
 outcome) on:
 
 * **the first step that is not verified right and everything after it**, with

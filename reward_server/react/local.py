@@ -1,7 +1,7 @@
 """Local signals of a compile verdict: where in a failing completion the blame lies.
 
-A local signal is a list of character spans of the completion with ``l = -1`` (the composition
-layer, :mod:`botgrpo.reward_server.composition`, weighs it against the outcome). Registry
+A local signal is a list of character spans of the completion with ``l = -1`` (the reward recipe,
+:mod:`botgrpo.services.recipe`, weighs it against the outcome). Registry
 :data:`LOCAL_SIGNALS`, chosen by the ``local`` option of the ``react`` scorer:
 
 ``first_cause`` (default)

@@ -1,5 +1,5 @@
 """The render and lint checks of the ``react`` scorer: their options, what the sandbox is asked
-for, and how their findings enter the reward recipe (:mod:`botgrpo.reward_server.composition`).
+for, and how their findings enter the reward recipe (:mod:`botgrpo.services.recipe`).
 
 Outcome. At level ``render`` the compile term of ``R = (1 - spec_weight) * C + spec_weight * S`` is
 

@@ -1,9 +1,9 @@
 """The contract every scorer fulfils.
 
 A scorer judges one completion and answers in *characters*: an outcome, a verdict, and a local
-signal over character spans of the completion. It never sees the caller's tokens; the
-composition layer (:mod:`botgrpo.reward_server.composition`, on the shared mapper of
-:mod:`botgrpo.reward_server.spans`) turns them into one score per caller token, so every scorer works
+signal over character spans of the completion. It never sees the caller's tokens; the span
+mapper (:func:`botgrpo.reward_server.spans.compose`, applying the reward recipe of
+:mod:`botgrpo.services.recipe`) turns them into one score per caller token, so every scorer works
 with every tokenizer.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ class ScoreResult:
       covers (0: no blame; -1: blame everything, e.g. no code at all). Where spans overlap the
       lowest value wins (blame is never averaged away).
 
-    :mod:`botgrpo.reward_server.composition` turns the two into one bounded score per caller token.
+    :func:`botgrpo.reward_server.spans.compose` turns the two into one bounded score per caller token.
     All numbers must be finite; out-of-range values are clipped there. ``error`` says the
     rollout cannot be judged at all (e.g. no reference answer): it goes back as an error result,
     which trainers leave out of the loss rather than punish.

@@ -22,7 +22,7 @@ Result:
   registry ``LOCAL_SIGNALS``): ``steps`` (default) -1 from the first step not verified right
   (wrong or unverified) on (``error_propagation``, default) or on each such step; ``oracle`` -1 on exactly the first line
   that differs from ``reference["chain"]`` (the step-chain task); -1 everywhere when no answer
-  is found; the composition layer weighs it against the outcome.
+  is found; the reward recipe (:mod:`botgrpo.services.recipe`) weighs it against the outcome.
 
 Deterministic: the same rollout and options always give the same result (a symbolic
 comparison that hits its deadline is judged not equal; pick ``timeout_s`` well above the
@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from botgrpo.reward_server.composition import RecipeOptions
+from botgrpo.services.recipe import RecipeOptions
 from botgrpo.reward_server.math.blame import BLAME, LOCAL_SIGNALS, BlameInput
 from botgrpo.reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
 from botgrpo.reward_server.math.extract import Extraction, extract_answer

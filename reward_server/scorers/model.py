@@ -26,13 +26,13 @@ from typing import Any, ClassVar, Optional, Sequence
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from botgrpo.reward_server.composition import RecipeOptions
+from botgrpo.services.recipe import RecipeOptions
 
 from .base import Rollout, ScoreResult, SpanScore
 
 
 class ModelOptions(RecipeOptions):
-    """The ``model`` scorer's options: the composition's only (the checkpoint is the server's choice)."""
+    """The ``model`` scorer's options: the recipe's only (the checkpoint is the server's choice)."""
 
     model_config = ConfigDict(extra="forbid")
 

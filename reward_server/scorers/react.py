@@ -3,7 +3,7 @@ what the prompt asked?
 
 For each completion: extract the code (:mod:`botgrpo.reward_server.react.extract`), compile it in the
 sandboxed Node pool (:mod:`botgrpo.sandbox.node_pool`), and answer in the recipe's two channels
-(:mod:`botgrpo.reward_server.composition`):
+(:mod:`botgrpo.services.recipe`):
 
 * **outcome** ``R = (1 - spec_weight) * C + spec_weight * S`` with ``C`` = +1 if it compiles
   else -1 and ``S`` = +1 if the spec check passes else -1 (``R = C`` without a spec);
@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from botgrpo.reward_server.composition import RecipeOptions
+from botgrpo.services.recipe import RecipeOptions
 from botgrpo.reward_server.react.extract import CodeBlock, extract_code
 from botgrpo.reward_server.react import render as rr
 from botgrpo.reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window

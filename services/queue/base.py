@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from botgrpo.services.schemas import Result
+
 TIMED_OUT = "timed out waiting for a worker"
 
 
@@ -33,7 +35,7 @@ class Outcome:
 
     batch: str
     index: int
-    result: dict[str, Any] | None
+    result: Result | None
     error: str | None = None
 
     @property
@@ -41,8 +43,8 @@ class Outcome:
         return self.error is None
 
 
-Handler = Callable[[list[WorkItem]], Awaitable[list[dict[str, Any]]]]
-"""Scores a batch of items and returns one JSON-able result per item, in order. May raise."""
+Handler = Callable[[list[WorkItem]], Awaitable[list[Result]]]
+"""Scores a batch of items and returns one :class:`Result` per item, in order. May raise."""
 
 
 class QueueFull(Exception):

@@ -42,7 +42,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .base import Outcome, WorkItem
+from botgrpo.services.queue.base import Outcome, WorkItem
+from botgrpo.services.schemas import Result
 
 DEFAULT_STREAM = "botgrpo:rollouts"
 DEFAULT_GROUP = "botgrpo-workers"
@@ -232,7 +233,7 @@ def decode_item(fields: dict[str, str]) -> WorkItem:
 def encode_outcome(outcome: Outcome) -> dict[str, str]:
     if outcome.error is not None:
         return {"index": str(outcome.index), "error": outcome.error}
-    return {"index": str(outcome.index), "result": json.dumps(outcome.result)}
+    return {"index": str(outcome.index), "result": outcome.result.to_json().decode()}
 
 
 def decode_outcome(batch: str, fields: dict[str, str]) -> Outcome:
@@ -240,7 +241,6 @@ def decode_outcome(batch: str, fields: dict[str, str]) -> Outcome:
         index = int(fields["index"])
         if "error" in fields:
             return Outcome(batch, index, None, fields["error"])
-        result: Any = json.loads(fields["result"])
-        return Outcome(batch, index, result)
-    except (KeyError, TypeError, ValueError) as exc:
+        return Outcome(batch, index, Result.from_json(fields["result"]))
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise MalformedEntry(f"undecodable result entry {fields!r}: {exc}") from exc

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-from .base import Handler, WorkItem
+from botgrpo.services.queue.base import Handler, WorkItem
+from botgrpo.services.schemas import Result
 
 log = logging.getLogger(__name__)
 
@@ -21,11 +21,11 @@ log = logging.getLogger(__name__)
 class Scored:
     """The handler's verdict on one item: ``result`` on success, else ``error`` (a description)."""
 
-    result: dict[str, Any] | None
+    result: Result | None
     error: str | None = None
 
 
-async def _call(handler: Handler, items: list[WorkItem]) -> list[dict[str, Any]]:
+async def _call(handler: Handler, items: list[WorkItem]) -> list[Result]:
     results = list(await handler(items))
     if len(results) != len(items):
         raise ValueError(f"handler returned {len(results)} results for {len(items)} items")

@@ -36,7 +36,6 @@ import torch
 from trl import GRPOTrainer
 
 from botgrpo.services.client import RewardClient
-from botgrpo.services.schemas import reward_units
 from botgrpo.trainer.advantages import compute_advantages
 from botgrpo.trainer.rollout.alignment import token_spans
 
@@ -76,7 +75,7 @@ class RewardServerTokens:
             rollouts.append({"id": str(i), "group": str(groups.setdefault(str(prompt), len(groups))),
                              "completion": text, "token_offsets": [list(s) for s in spans], "reference": reference,
                              "finish_reason": "stop" if ids and ids[-1] in ends else "length"})
-        return [None if r.get("error") else reward_units(r)  # in the recipe's units: min_std is a floor in them
+        return [r.rewards() if r.ok else None  # in the recipe's units: min_std is a floor in them
                 for r in self.client.score(self.task, rollouts, self.options)]
 
     def close(self) -> None:

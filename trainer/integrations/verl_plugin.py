@@ -30,7 +30,6 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 from verl.trainer.ppo.v1 import trainer_base
 
 from botgrpo.services.client import RewardClient
-from botgrpo.services.schemas import reward_units
 from botgrpo.trainer.integrations.verl import NAMES, reference_of, register, token_scores_row
 from botgrpo.trainer.rollout.alignment import token_spans
 
@@ -64,11 +63,10 @@ class BoTGRPORewardManager(RewardManagerBase):
         text, spans = token_spans(self.tokenizer, response_ids)
         [result] = self.client.score(self.task, [{"id": "0", "completion": text, "reference": reference,
                                                   "token_offsets": [list(s) for s in spans]}], self.options)
-        unscored = bool(result.get("error"))
-        return {"reward_score": float(result["score"]),
-                "reward_extra_info": {"botgrpo_token_scores": reward_units(result),  # the recipe's units
-                                      "botgrpo_score": math.nan if unscored else float(result["score"]),
-                                      "botgrpo_unscored": unscored}}
+        return {"reward_score": result.score,
+                "reward_extra_info": {"botgrpo_token_scores": result.rewards(),  # the recipe's units
+                                      "botgrpo_score": result.score if result.ok else math.nan,
+                                      "botgrpo_unscored": not result.ok}}
 
     async def run_single(self, data) -> dict:
         item = data[-1:][0]  # multi-output agent loops: the final output, as verl's own managers do

@@ -35,12 +35,13 @@ def _cumulative(lengths) -> list[tuple[int, int]]:
     return spans
 
 
-def scores_to_tensor(token_scores: Sequence[Sequence[float]], mask: torch.Tensor) -> torch.Tensor:
-    """``(B, T)`` rewards: row i's scores on its first ``len(token_scores[i])`` masked positions."""
+def scores_to_tensor(token_scores: Sequence[Sequence[float]], mask: torch.Tensor, first: int = 0) -> torch.Tensor:
+    """``(B, T)`` rewards: row i's scores on its first ``len(token_scores[i])`` masked positions;
+    ValueError (naming rollout ``first + i``) where a row's count is not its token count."""
     rewards = torch.zeros(mask.shape, dtype=torch.float32)
     for i, scores in enumerate(token_scores):
         n = int(mask[i].sum())
         if len(scores) != n:
-            raise ValueError(f"rollout {i}: {len(scores)} token scores for {n} tokens")
+            raise ValueError(f"rollout {first + i}: {len(scores)} token scores for {n} tokens")
         rewards[i, :n] = torch.tensor(scores, dtype=torch.float32)
     return rewards
