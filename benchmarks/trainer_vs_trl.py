@@ -285,6 +285,7 @@ class InProcessRewards:
         self.lengths: list[list[int]] = []  # each submitted batch's completion lengths
 
     def submit(self, batch, references) -> Future:
+        from botgrpo.services.schemas import Result
         from botgrpo.trainer.rewards import StreamedScores
 
         self.lengths.append(batch.lengths.tolist())
@@ -292,7 +293,7 @@ class InProcessRewards:
         results = []
         for i, n in enumerate(batch.lengths.tolist()):
             scores = digit_token_scores(self.tokenizer, batch.completion_ids[i, :n])
-            results.append({"score": sum(scores) / max(1, n), "token_scores": scores})
+            results.append(Result(id=str(i), index=i, score=sum(scores) / max(1, n), token_scores=scores))
         future = StreamedScores(mask, getattr(batch, "group_size", 1))
         if not self.seconds:
             for i, result in enumerate(results):
