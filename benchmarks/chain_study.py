@@ -45,7 +45,7 @@ PILOT_SEEDS = tuple(range(100, 110))
 STUDY_SEEDS = tuple(range(10))
 # RL settings fixed on the pilots (protocol.md): every row uses them. GRPO at lr 1e-3 collapsed on
 # pilot seed 100, at 3e-4 on seed 101 (after step 15); at 1e-4 it rose on both.
-RL = {"group_size": 8, "prompts_per_step": 4, "lr": 1e-4}
+RL = {"rollout.group_size": 8, "rollout.prompts_per_step": 4, "optim.lr": 1e-4}  # dotted TrainConfig names
 # the committed warm start (docs/results/chain/chain/): the study refuses any other
 WARM_FINGERPRINT = "d0363fbbbabcd13c"
 
@@ -178,7 +178,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     p.add_argument("--pilot-seeds", type=int, default=2, help="how many pilot seeds")
     p.add_argument("--rows", nargs="+", default=[label for label, *_ in ROWS])
     p.add_argument("--steps", type=int, default=None, help="pilots only: another budget")
-    p.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", help="pilots only: RL settings, e.g. lr=3e-3")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", help="pilots only: RL settings by dotted name, e.g. optim.lr=3e-3")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side")
     p.add_argument("--warm-only", action="store_true", help="build the warm start and print its held-out accuracy")
@@ -201,7 +201,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         paths = chain_setup(out, budget, threads=args.threads)
         model = AutoModelForCausalLM.from_pretrained(paths["model"]).eval()
         profile = warm_profile(model, load_tokenizer(paths["model"]), read_jsonl(paths["eval_dataset"]),
-                               samples=RL["group_size"])
+                               samples=RL["rollout.group_size"])
         record = {"command": command, "model": paths["model"], "fingerprint": conv.fingerprint(paths["model"]),
                   "broken_share": BROKEN_SHARE, "sft_steps": WARM_STEPS, "sft_lr": WARM_LR, **profile}
         (Path(paths["model"]).parent / "profile.json").write_text(json.dumps(record, indent=1))

@@ -83,7 +83,7 @@ class Run:
     method: str
     seed: int
     options: dict[str, Any] = field(default_factory=dict)   # scorer options over the task's
-    config: dict[str, Any] = field(default_factory=dict)    # TrainConfig fields over the study's
+    config: dict[str, Any] = field(default_factory=dict)    # TrainConfig fields (dotted names) over the study's
 
     @property
     def key(self) -> str:
@@ -145,10 +145,10 @@ def _ablations(specific: tuple) -> tuple:
     return (
         ("bot_grpo_paper", "bot_grpo_paper", {}, {}),
         ("bot_grpo_paper w_s=0.0", "bot_grpo_paper", {"local_weight": 0.0}, {}),
-        ("bot_grpo outcome-baseline", "bot_grpo", {}, {"estimator_options": {"min_std": 0.5, "baseline": "outcome"}}),
+        ("bot_grpo outcome-baseline", "bot_grpo", {}, {"algorithm.estimator_options": {"min_std": 0.5, "baseline": "outcome"}}),
         *specific,
-        ("gspo iters=2", "gspo", {}, {"num_iterations": 2}),
-        ("grpo iters=2", "grpo", {}, {"num_iterations": 2}),
+        ("gspo iters=2", "gspo", {}, {"optim.num_iterations": 2}),
+        ("grpo iters=2", "grpo", {}, {"optim.num_iterations": 2}),
         ("grpo token-mean", "grpo_token_mean", {}, {}),
         ("bot_grpo w_s=1.0", "bot_grpo", {"local_weight": 1.0}, {}),
         ("bot_grpo w_s=0.1", "bot_grpo", {"local_weight": 0.1}, {}),
@@ -162,7 +162,7 @@ SETTINGS: dict[str, Setting] = {
     "react": Setting(react_setup, {"level": "build", "spec_weight": 0.5, "local": "first_error"}, 320, _ablations((
         ("bot_grpo oracle", "bot_grpo", {"local": "oracle"}, {}),
         ("bot_grpo first_cause", "bot_grpo", {"local": "first_cause"}, {}),
-    )) + (("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"aggregation": "seq-mean-token-mean"}),)),
+    )) + (("bot_grpo seq-mean-token-mean", "bot_grpo", {}, {"algorithm.aggregation": "seq-mean-token-mean"}),)),
     # cut_off_answers "read": the math scorer's reading when these studies ran (refused by default since)
     "math": Setting(math_setup, {"cut_off_answers": "read"}, 96, _ablations((
         ("bot_grpo no propagation", "bot_grpo", {"error_propagation": False}, {}),
@@ -197,18 +197,21 @@ def train_one(run: Run, paths: dict[str, str], warm_start: str, out: Path, budge
     record (also written to ``out``)."""
     import torch
 
-    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.trainer.config import TrainConfig, merge, nest
     from botgrpo.embedded import reward_server_for
     from botgrpo.trainer.loop import Trainer
 
     torch.set_num_threads(threads)
     setting = setting_for(run.task)
-    values = dict(paths, output_dir=str(out.with_suffix("")), task=setting.scorer or run.task,
-                  task_options={**setting.options, **run.options}, method=run.method, seed=run.seed,
-                  steps=budget.steps, eval_every=budget.eval_every, eval_prompts=budget.eval_prompts,
-                  group_size=4, prompts_per_step=8, lr=LR, micro_batch_size=32,
-                  sampling={"max_new_tokens": setting.max_new_tokens}, progress=False, tensorboard=False, plot=False)
-    values.update(run.config)
+    values = dict(
+        model=paths["model"], output_dir=str(out.with_suffix("")), seed=run.seed, steps=budget.steps,
+        data={"dataset": paths["dataset"]}, algorithm={"method": run.method},
+        rollout={"group_size": 4, "prompts_per_step": 8, "sampling": {"max_new_tokens": setting.max_new_tokens}},
+        reward={"task": setting.scorer or run.task, "options": {**setting.options, **run.options}},
+        optim={"lr": LR, "micro_batch_size": 32},
+        eval={"dataset": paths["eval_dataset"], "every": budget.eval_every, "prompts": budget.eval_prompts},
+        log={"progress": False, "tensorboard": False, "plot": False})
+    values = merge(values, nest(run.config))
     started = time.perf_counter()
     with reward_server_for(TrainConfig(**values)) as cfg:
         trainer = Trainer(cfg)

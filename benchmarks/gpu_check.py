@@ -225,7 +225,7 @@ def run_cell(spec: dict) -> dict:
     cell = recipe.with_arm(spec["arm"], spec["seed"])
     root = Path(spec["root"])
     out = root / f"{spec['arm']}-s{spec['seed']}"
-    cfg = cell.train_config(out, str(root / "train.jsonl"), str(root / "eval.jsonl"), reward_url=spec["reward_url"])
+    cfg = cell.train_config(out, str(root / "train.jsonl"), str(root / "eval.jsonl"), **{"reward.url": spec["reward_url"]})
     if spec["device"] == "cuda":
         torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()

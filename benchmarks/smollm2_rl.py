@@ -147,11 +147,11 @@ def run(args: argparse.Namespace) -> int:
     recipe = ChatArith(model=str(model), bf16=False, resume=True, engine="vllm", **{
         k: tuple(v) if k == "operators" else v for k, v in settings_of(args).items()},
         max_seconds=args.max_seconds, save_every=args.save_every, cut_off_answers=CUT_OFF_ANSWERS)
-    cfg = recipe.train_config(out / "trainer", *recipe.write_datasets(out), reward_url=args.reward_url)
+    cfg = recipe.train_config(out / "trainer", *recipe.write_datasets(out), **{"reward.url": args.reward_url})
     started = time.time()
     with MemoryProbe(out / "memory.jsonl"), reward_server_for(cfg) as served:
         trainer = Trainer(served)
-        print(f"{out}: from step {trainer.step}, reward server {served.reward_url}", flush=True)
+        print(f"{out}: from step {trainer.step}, reward server {served.reward.url}", flush=True)
         try:
             trainer.train(on_step=lambda r: print(json.dumps({k: r.get(k) for k in KEEP}), flush=True))
         finally:

@@ -333,11 +333,15 @@ def make_ours(model_dir: str, prompts: list[str], spec: Workload, out: Path, opt
     dataset = out / "prompts.jsonl"
     dataset.parent.mkdir(parents=True, exist_ok=True)
     dataset.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
-    cfg = TrainConfig(model=model_dir, dataset=str(dataset), output_dir=str(out), task="bench", method="bot_grpo",
-                      group_size=GROUP, prompts_per_step=PROMPTS_PER_STEP, sampling={"max_new_tokens": spec.max_new},
-                      micro_batch_size=64, lr=1e-6, steps=10_000, distributed="none", tensorboard=False, plot=False,
-                      progress=False, packing=options.get("packing", True), async_steps=options.get("async_steps", 0),
-                      streamed_update=options.get("streamed_update", True))
+    cfg = TrainConfig(
+        model=model_dir, output_dir=str(out), steps=10_000, distributed="none", data={"dataset": str(dataset)},
+        algorithm={"method": "bot_grpo"},
+        rollout={"group_size": GROUP, "prompts_per_step": PROMPTS_PER_STEP, "sampling": {"max_new_tokens": spec.max_new},
+                 "async_steps": options.get("async_steps", 0)},
+        reward={"task": "bench"},
+        optim={"micro_batch_size": 64, "lr": 1e-6, "packing": options.get("packing", True),
+               "streamed_update": options.get("streamed_update", True)},
+        log={"tensorboard": False, "plot": False, "progress": False})
     clock = OwnClock()
     rewards = InProcessRewards(AutoTokenizer.from_pretrained(model_dir), options.get("scorer_seconds", 0.0), clock)
     return BenchTrainer(cfg, reward_source=rewards), clock

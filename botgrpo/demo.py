@@ -80,21 +80,25 @@ def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, st
     return paths
 
 
-def setup(root: Path, **settings: Any) -> dict[str, str]:
+def setup(root: Path, **settings: Any) -> dict[str, Any]:
     """``botgrpo compare``'s setup hook (``setup: botgrpo.demo:setup``): the demo's prompts and warm
     start under ``root``, from any :class:`DemoSettings` fields but ``out_dir`` (built once, reused)."""
-    return prepare(DemoSettings(out_dir=str(root), **settings))
+    paths = prepare(DemoSettings(out_dir=str(root), **settings))
+    return {"model": paths["model"], "data": {"dataset": paths["dataset"]}, "eval": {"dataset": paths["eval_dataset"]}}
 
 
 def train_config(s: DemoSettings, paths: dict[str, str]):
     from botgrpo.trainer.config import TrainConfig
 
-    return TrainConfig(**paths, output_dir=str(Path(s.out_dir) / s.method), task="react",
-                       task_options={"level": "build", "spec_weight": s.spec_weight}, method=s.method,
-                       steps=s.steps, group_size=s.group_size,
-                       prompts_per_step=s.prompts_per_step, sampling={"max_new_tokens": s.max_new_tokens},
-                       lr=s.lr, eval_every=s.eval_every, eval_prompts=s.eval_prompts, seed=s.seed,
-                       micro_batch_size=32, progress=True)
+    return TrainConfig(
+        model=paths["model"], output_dir=str(Path(s.out_dir) / s.method), steps=s.steps, seed=s.seed,
+        data={"dataset": paths["dataset"]}, algorithm={"method": s.method},
+        rollout={"group_size": s.group_size, "prompts_per_step": s.prompts_per_step,
+                 "sampling": {"max_new_tokens": s.max_new_tokens}},
+        reward={"task": "react", "options": {"level": "build", "spec_weight": s.spec_weight}},
+        optim={"lr": s.lr, "micro_batch_size": 32},
+        eval={"dataset": paths["eval_dataset"], "every": s.eval_every, "prompts": s.eval_prompts},
+        log={"progress": True})
 
 
 def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[Callable] = None,

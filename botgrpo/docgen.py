@@ -39,6 +39,8 @@ def section(title: str, model: type[BaseModel], how: str, env_prefix: str | None
     rows = [f"## {title}", "", how, "", "| field | type | default | description |" + (" env |" if env_prefix else ""),
             "| --- | --- | --- | --- |" + (" --- |" if env_prefix else "")]
     for name, field in model.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            continue  # a section: documented in its own table
         row = f"| `{name}` | `{_type(field.annotation)}` | {_default(field)} | {field.description or ''} |"
         if env_prefix:
             row += f" `{env_prefix}{name.upper()}` |"
@@ -47,24 +49,40 @@ def section(title: str, model: type[BaseModel], how: str, env_prefix: str | None
 
 
 def render() -> str:
-    from botgrpo.trainer.algorithm import AlgorithmSettings
     from botgrpo.reward_server.settings import ServerSettings
-    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.trainer.algorithm import AlgorithmSettings
+    from botgrpo.trainer.config import (AlgorithmSection, CheckpointSection, DataSection, EvalSection, LogSection,
+                                        OptimSection, RewardSection, RolloutSection, TrainConfig, VllmSection)
     from botgrpo.trainer.lora import LoraSettings
     from botgrpo.trainer.rollout.base import SamplingParams
 
+    method = AlgorithmSection.model_fields["method"]
     return "\n".join([
         HEADER,
         section("Reward server and workers (`botgrpo serve`, `botgrpo worker`)", ServerSettings,
                 "YAML: the `server:` section of `--config`; `REDIS_URL` is read too when `BOTGRPO_REDIS_URL` is unset.",
                 env_prefix="BOTGRPO_"),
         section("Training (`botgrpo train`)", TrainConfig,
-                "YAML: the top level of `--config`; flags such as `--steps` or `--set key=value` override it. "
-                "The algorithm fields left unset take the `method` preset's values."),
-        section("Sampling (`sampling:` in the training config)", SamplingParams, "Nested under `sampling`."),
-        section("LoRA (`lora:` in the training config)", LoraSettings,
-                "Nested under `lora`; unset (the default): a full fine-tune. What is saved where, and what is "
+                "YAML: the top level of `--config`, beside the sections below; flags such as `--steps` or "
+                "`--set optim.lr=1e-4` (a dotted name reaches any field) override it. A key of the flat layout "
+                "before sections (`kl_coef`, `reward_url`) is refused with its new place."),
+        section("`data:`", DataSection, "The prompts trained on."),
+        "## `algorithm:`\n\n"
+        f"`method` ({method.description}; default `{method.default}`) and, beside it, any field of the "
+        "table [Algorithm](#algorithm-what-a-method-preset-fixes) below, overriding the preset's value: "
+        "`algorithm: {method: pure, estimator: grpo}`. Overriding an axis's head alone drops the preset's options "
+        "for it (`estimator_options`, the clip range).\n",
+        section("`rollout:`", RolloutSection, "How completions are sampled, how many, and how far ahead."),
+        section("`rollout.sampling:`", SamplingParams, "Sampling of each completion."),
+        section("`rollout.vllm:`", VllmSection, "The vLLM engine (`rollout.engine: vllm`)."),
+        section("`reward:`", RewardSection, "The reward server and what it scores."),
+        section("`optim:`", OptimSection, "The optimiser, the update's batch shape and precision."),
+        section("`optim.lora:`", LoraSettings,
+                "Unset (the default): a full fine-tune. What is saved where, and what is "
                 "not supported: [trainer.md](trainer.md#lora-fine-tuning-lora)."),
+        section("`eval:`", EvalSection, "Held-out prompts scored during training."),
+        section("`checkpoint:`", CheckpointSection, "What is saved, and resuming from it."),
+        section("`log:`", LogSection, "What a run shows and writes beside `metrics.jsonl`."),
         section("Algorithm (what a method preset fixes)", AlgorithmSettings,
                 "Presets live in `trainer/presets.py`; the resolved values are written to `<output_dir>/algorithm.json`."),
     ])

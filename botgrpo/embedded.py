@@ -3,7 +3,7 @@
 The trainer never imports the server: it talks to one through :mod:`botgrpo.services.client`.
 This module composes the two (the CLI's ``train``, ``eval`` and ``demo`` use it)::
 
-    with reward_server_for(cfg) as cfg:      # cfg.reward_url set: unchanged; else a local server
+    with reward_server_for(cfg) as cfg:      # cfg.reward.url set: unchanged; else a local server
         trainer = Trainer(cfg)
 """
 from __future__ import annotations
@@ -57,8 +57,8 @@ def reward_server_for(cfg: TrainConfig, **settings: Any) -> Iterator[TrainConfig
     """``cfg`` when it names a reward server; otherwise ``cfg`` pointed at the real server
     (FastAPI on uvicorn, in-process queue, scorers warmed first) on a thread of this process,
     for the ``with`` block."""
-    if cfg.reward_url:
+    if cfg.reward.url:
         yield cfg
         return
     with EmbeddedServer(**{"warm_scorers": True, **settings}) as server:
-        yield cfg.model_copy(update={"reward_url": server.url})
+        yield cfg.model_copy(update={"reward": cfg.reward.model_copy(update={"url": server.url})})

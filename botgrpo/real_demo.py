@@ -180,7 +180,7 @@ def run(s: SmolLM2DemoSettings, log: Callable[[str], None] = print, console=None
         f"{s.steps} steps x {s.prompts_per_step} prompts x {s.group_size} rollouts, lr {s.lr}; held-out "
         f"{s.eval_prompts} questions " + (f"every {s.eval_every} steps" if s.eval_every else "at the start and the end"))
     with reward_server_for(cfg) as served:
-        log(f"reward server (math, extraction: boxed) at {served.reward_url}; loading the policy and the engine")
+        log(f"reward server (math, extraction: boxed) at {served.reward.url}; loading the policy and the engine")
         trainer = Trainer(served)
         setup = time.perf_counter() - started
         log(f"ready in {setup:.0f} s; held-out evaluation at step 0")

@@ -20,7 +20,7 @@ from botgrpo.trainer.loop import Trainer
 def main() -> None:
     torch.set_num_threads(1)
     cfg = TrainConfig.model_validate(json.loads(Path(sys.argv[1]).read_text()))
-    if cfg.engine == "vllm":
+    if cfg.rollout.engine == "vllm":
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from tests import fake_vllm
         fake_vllm.install()
@@ -31,7 +31,7 @@ def main() -> None:
         state = {name: p.detach().full_tensor() if hasattr(p, "full_tensor") else p.detach()
                  for name, p in unwrap(trainer.model).named_parameters()}
         torch.save(state, Path(sys.argv[2]) / f"rank{trainer.d.rank}.pt")
-        if cfg.engine == "vllm":
+        if cfg.rollout.engine == "vllm":
             llm = trainer.engine.llm
             torch.save({"kwargs": llm.kwargs, "rank": llm.rank, "in_process": llm.in_process, "loaded": llm.loaded,
                         "events": llm.events}, Path(sys.argv[2]) / f"vllm{trainer.d.rank}.pt")

@@ -10,6 +10,7 @@ import torch
 
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
+from botgrpo.trainer.config import merge
 from botgrpo.trainer.distributed import unwrap
 
 
@@ -20,8 +21,8 @@ def setup(tmp_path_factory):
 
 def make(setup, out, **overrides):
     from botgrpo.trainer.loop import Trainer
-    values = dict(steps=3, eval_dataset=None, plot=False, async_steps=1)
-    values.update(overrides)
+    values = dict(steps=3, eval={"dataset": None}, log={"plot": False}, rollout={"async_steps": 1})
+    values = merge(values, overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted(unscored=(1,)))
 
 
@@ -31,15 +32,15 @@ def params(module):
 
 def test_on_policy_is_the_default():
     from botgrpo.trainer.config import TrainConfig
-    assert TrainConfig(model="m", dataset="d").async_steps == 0
+    assert TrainConfig(model="m", data={"dataset": "d"}).rollout.async_steps == 0
     with pytest.raises(ValueError):
-        TrainConfig(model="m", dataset="d", async_steps=2)
+        TrainConfig(model="m", data={"dataset": "d"}, rollout={"async_steps": 2})
 
 
 def test_rollouts_come_from_the_weights_before_the_previous_update_and_the_ratio_uses_their_logprobs(
         setup, tmp_path, monkeypatch):
     import botgrpo.trainer.loop as loop
-    trainer = make(setup, tmp_path / "run", steps=3, num_iterations=2)
+    trainer = make(setup, tmp_path / "run", steps=3, optim={"num_iterations": 2})
     assert trainer.engine.model is not unwrap(trainer.model)  # the sampler has its own copy of the weights
     events, generated, updates = [], [], []
     engine_generate = trainer.engine.generate
@@ -97,7 +98,7 @@ def test_resumed_async_run_equals_an_uninterrupted_one(setup, tmp_path):
 def test_async_and_on_policy_sample_the_same_prompts_and_first_batch(setup, tmp_path):
     """Seeds and prompt order do not depend on the pipeline: step 1 is identical, later steps
     differ only by which weights sampled them."""
-    on = make(setup, tmp_path / "on", steps=1, async_steps=0)
+    on = make(setup, tmp_path / "on", steps=1, rollout={"async_steps": 0})
     off = make(setup, tmp_path / "off", steps=1)
     try:
         [a], [b] = on.train(), off.train()
@@ -120,7 +121,7 @@ def test_the_vllm_engine_loads_the_weights_before_the_update_and_samples_during_
         monkeypatch.delenv(key, raising=False)
     fake_vllm.LLM.instances.clear()
     try:
-        trainer = vllm_trainer(setup, tmp_path / "run", async_steps=1)
+        trainer = vllm_trainer(setup, tmp_path / "run", rollout={"async_steps": 1})
         states = [snapshots(trainer)]
         try:
             records = trainer.train(on_step=lambda record: states.append(snapshots(trainer)))

@@ -145,6 +145,6 @@ def test_a_pilot_with_other_settings_is_its_own_row():
     from benchmarks import chain_study
 
     [plain] = chain_study.plan(["grpo"], (100,))
-    [tuned] = chain_study.plan(["grpo"], (100,), {"lr": 3e-4})
-    assert plain.label == "grpo" and tuned.label == "grpo lr=0.0003" and plain.key != tuned.key
-    assert tuned.config["lr"] == 3e-4 and plain.config["lr"] == chain_study.RL["lr"]
+    [tuned] = chain_study.plan(["grpo"], (100,), {"optim.lr": 3e-4})
+    assert plain.label == "grpo" and tuned.label == "grpo optim.lr=0.0003" and plain.key != tuned.key
+    assert tuned.config["optim.lr"] == 3e-4 and plain.config["optim.lr"] == chain_study.RL["optim.lr"]

@@ -23,10 +23,10 @@ from botgrpo.services.settings import SettingsError
 PROTOCOL = {
     "name": "t",
     "question": "is a faster than b?",
-    "base": {"values": {"model": "m", "dataset": "train.jsonl", "eval_dataset": "eval.jsonl", "task": "math",
-                        "task_options": {"extraction": "boxed"}}},
-    "arms": {"a": {}, "b": {"task_options.local_weight": 0.0}, "c": {"task_options": {"local": "oracle"}},
-             "d": {"method": "grpo"}},
+    "base": {"values": {"model": "m", "data": {"dataset": "train.jsonl"}, "eval": {"dataset": "eval.jsonl"},
+                        "reward": {"task": "math", "options": {"extraction": "boxed"}}}},
+    "arms": {"a": {}, "b": {"reward.options.local_weight": 0.0}, "c": {"reward": {"options": {"local": "oracle"}}},
+             "d": {"algorithm.method": "grpo"}},
     "seeds": {"study": "0-5", "pilot": [100, 101, 102]},
     "steps": 10,
     "evaluation": {"every": 5, "prompts": 8},
@@ -66,10 +66,10 @@ def write(tmp_path: Path, changes: dict | None = None, name: str = "study.yaml")
     ({"primary.b": "zz"}, "primary: no arm 'zz' (arms: a, b, c, d)"),
     ({"exploratory": [{"a": "b", "b": "a"}]}, "exploratory[0]: b vs a is already primary: one role per pair"),
     ({"arms.b": {"seed": 3}}, "arms: arm 'b' sets 'seed', which is the protocol's (seeds)"),
-    ({"arms.b": {"eval_dataset": "other.jsonl"}}, "arm 'b' sets 'eval_dataset', which is the shared held-out set"),
+    ({"arms.b": {"eval.dataset": "other.jsonl"}}, "arm 'b' sets 'eval.dataset', which is the shared held-out set"),
     ({"arms.b/x": {}}, "arm name 'b/x'"),
     ({"base.values.steps": 20}, "base: values sets 'steps', which is the protocol's (steps)"),
-    ({"base.values.eval_every": 2}, "which is the protocol's (evaluation.every)"),
+    ({"base.values.eval": {"every": 2}}, "which is the protocol's (evaluation.every)"),
     ({"endpoint.threshold": None}, "endpoint.threshold: steps_to_threshold needs a threshold"),
     ({"power.target": 0.05}, "power.target: for steps_to_threshold a speed ratio above 1"),
     ({"endpoint.censor_at": 10}, "endpoint.censor_at (10.0) must be past the budget (10 steps)"),
@@ -89,7 +89,7 @@ def test_a_missing_base_file_is_named(tmp_path):
 
 
 def test_the_hash_covers_every_value_and_the_shared_start_but_not_formatting(tmp_path):
-    (tmp_path / "base.yaml").write_text("lr: 0.001\ngroup_size: 4\n")
+    (tmp_path / "base.yaml").write_text("optim: {lr: 0.001}\nrollout: {group_size: 4}\n")
     first = load(write(tmp_path, {"base.config": "base.yaml"}))
     # the same protocol, keys in another order, a comment, flow style: the same hash
     reordered = dict(reversed(list(with_changes(PROTOCOL, {"base.config": "base.yaml"}).items())))
@@ -99,14 +99,14 @@ def test_the_hash_covers_every_value_and_the_shared_start_but_not_formatting(tmp
     assert digest(canonical(load(write(tmp_path, {"base.config": "base.yaml", "results": "elsewhere"}, "r.yaml")))) \
         == digest(canonical(first))
     # a nested override and its dotted form are the same override
-    dotted = load(write(tmp_path, {"base.config": "base.yaml", "arms.c": {"task_options.local": "oracle"}}, "d.yaml"))
+    dotted = load(write(tmp_path, {"base.config": "base.yaml", "arms.c": {"reward.options.local": "oracle"}}, "d.yaml"))
     assert digest(canonical(dotted)) == digest(canonical(first))
     # any value, and the content of the base file, change it, and the change is named
     changed = load(write(tmp_path, {"base.config": "base.yaml", "steps": 12}, "s.yaml"))
     assert differences(canonical(first), canonical(changed)) == ["steps: 10 -> 12"]
     before = canonical(first)
-    (tmp_path / "base.yaml").write_text("lr: 0.002\ngroup_size: 4\n")
-    assert differences(before, canonical(load(tmp_path / "study.yaml"))) == ["base.lr: 0.001 -> 0.002"]
+    (tmp_path / "base.yaml").write_text("optim: {lr: 0.002}\nrollout: {group_size: 4}\n")
+    assert differences(before, canonical(load(tmp_path / "study.yaml"))) == ["base.optim.lr: 0.001 -> 0.002"]
 
 
 # --------------------------------------------------------------------------- cells
@@ -130,33 +130,35 @@ def test_a_cells_config_is_the_shared_start_with_only_the_instruments_keys_set(t
     start = c.shared_start(protocol, layout)
     cell = c.Cell("b", 3, "study")
     values = c.cell_values(protocol, start, cell, tmp_path / "w", resume=True, save_every=2)
-    assert values == {**start, "seed": 3, "steps": 10, "eval_every": 5, "eval_prompts": 8,
-                      "output_dir": str(tmp_path / "w"), "progress": False, "resume": True, "save_every": 2}
-    assert c.overrides(protocol, "b") == ["task_options.local_weight=0.0"]
-    assert c.overrides(protocol, "c") == ['task_options.local="oracle"']   # nested: merged key by key
+    assert values == {**start, "seed": 3, "steps": 10, "eval": {**start["eval"], "every": 5, "prompts": 8},
+                      "output_dir": str(tmp_path / "w"), "log": {"progress": False},
+                      "checkpoint": {"resume": True, "save_every": 2}}
+    assert c.overrides(protocol, "b") == ["reward.options.local_weight=0.0"]
+    assert c.overrides(protocol, "c") == ['reward.options.local="oracle"']   # nested: merged key by key
     argv = c.command(tmp_path / "w" / "config.yaml", c.overrides(protocol, "c"))
-    assert argv[1:5] == ["-m", "botgrpo.cli", "train", "--config"] and argv[-2:] == ["--set", 'task_options.local="oracle"']
+    assert argv[1:5] == ["-m", "botgrpo.cli", "train", "--config"] and argv[-2:] == ["--set", 'reward.options.local="oracle"']
     # every arm's config is what `botgrpo train` accepts; a bad override is named with its arm
     c.validate(protocol, start, tmp_path / "scratch")
-    bad = load(write(tmp_path, {"arms.d": {"lr": -1}}, "bad.yaml"))
+    bad = load(write(tmp_path, {"arms.d": {"optim.lr": -1}}, "bad.yaml"))
     with pytest.raises(SettingsError, match=r"(?s)arm 'd': invalid training config.*lr"):
         c.validate(bad, start, tmp_path / "scratch")
 
 
 def test_the_trainer_keys_are_named_in_one_place(tmp_path, monkeypatch):
-    """When the trainer's config is nested (issue 35), changing keys.TRAINER_KEYS is enough."""
-    monkeypatch.setitem(keys.TRAINER_KEYS, "eval_every", "eval.every")
-    monkeypatch.setitem(keys.TRAINER_KEYS, "progress", "log.progress")
+    """When the trainer's config changes shape, changing keys.TRAINER_KEYS is enough."""
+    monkeypatch.setitem(keys.TRAINER_KEYS, "eval_every", "evaluation.interval")
+    monkeypatch.setitem(keys.TRAINER_KEYS, "progress", "show.progress")
     protocol = load(write(tmp_path))
     values = c.cell_values(protocol, {"model": "m"}, c.Cell("a", 0, "study"), tmp_path)
-    assert values["eval"] == {"every": 5} and values["log"] == {"progress": False} and "eval_every" not in values
-    with pytest.raises(SettingsError, match="arm 'b' sets 'log.progress'"):
-        load(write(tmp_path, {"arms.b": {"log": {"progress": True}}}, "x.yaml"))
+    assert values["evaluation"] == {"interval": 5} and values["show"] == {"progress": False}
+    assert "every" not in values["eval"] and "progress" not in values.get("log", {})
+    with pytest.raises(SettingsError, match="arm 'b' sets 'show.progress'"):
+        load(write(tmp_path, {"arms.b": {"show": {"progress": True}}}, "x.yaml"))
 
 
 def test_a_cells_identity_changes_with_what_it_trains_and_nothing_else(tmp_path):
     protocol = load(write(tmp_path))
-    start = {"model": "m", "eval_dataset": "e"}
+    start = {"model": "m", "eval": {"dataset": "e"}}
     cell = c.Cell("b", 0, "pilot")
     same = c.identity(protocol, {"model": "abc"}, start, cell)
     assert c.identity(protocol, {"model": "abc"}, dict(start), cell) == same
@@ -338,7 +340,7 @@ def test_the_report_tests_each_comparison_by_its_role(tmp_path):
     """a is 1.25x faster than b on all six seeds: exact p = 2/64. Tested alone it is called; with
     one more tested comparison Holm doubles it to 0.0625 and it is not. The gate (c, 1.5x on
     every seed) is tested alone at its alpha either way; the exploratory d is never called."""
-    changes = {"arms.e": {"lr": 0.002}, "secondary": [{"a": "e", "b": "b"}]}
+    changes = {"arms.e": {"optim.lr": 0.002}, "secondary": [{"a": "e", "b": "b"}]}
     protocol = load(write(tmp_path, changes))
     layout = study.layout_for(protocol, tmp_path / "runs")
     held = locking.write(protocol, {}, None)
@@ -365,7 +367,7 @@ def test_the_report_tests_each_comparison_by_its_role(tmp_path):
     assert "no difference detected (Holm-adjusted p 0.0625 >= 0.05 over 2 tested)" in by["primary"]["verdict"]
     assert verdict["complete"] and "The positive control passed" in verdict["verdict"]
     # the same records, the primary tested alone: called
-    alone = load(write(tmp_path, {"arms.e": {"lr": 0.002}}, "alone.yaml"))
+    alone = load(write(tmp_path, {"arms.e": {"optim.lr": 0.002}}, "alone.yaml"))
     alone_layout = c.Layout(layout.results, layout.runs)
     (layout.results / "lock.json").unlink()
     held = locking.write(alone, {}, None)
@@ -430,5 +432,5 @@ def test_the_worked_example_protocol_is_valid_and_every_arm_is_a_training_config
     assert protocol.setup.function == "botgrpo.demo:setup" and len(protocol.seeds.study) == 25
     from botgrpo import demo
     assert callable(demo.setup)
-    start = {**protocol.base_values(), "model": "m", "dataset": "d.jsonl", "eval_dataset": "e.jsonl"}
+    start = {**protocol.base_values(), "model": "m", "data": {"dataset": "d.jsonl"}, "eval": {"dataset": "e.jsonl"}}
     c.validate(protocol, start, tmp_path)

@@ -24,9 +24,10 @@ PROTOCOL = {
     "name": "tiny",
     "question": "does the local signal change anything on an untrained tiny policy?",
     "setup": "tests.compare_setup:tiny",
-    "base": {"values": {"task": "math", "group_size": 4, "prompts_per_step": 4, "sampling": {"max_new_tokens": 48},
-                        "lr": 0.001, "tensorboard": False, "plot": False}},
-    "arms": {"bot_grpo": {}, "ws0": {"task_options": {"local_weight": 0.0}}},
+    "base": {"values": {"reward": {"task": "math"},
+                        "rollout": {"group_size": 4, "prompts_per_step": 4, "sampling": {"max_new_tokens": 48}},
+                        "optim": {"lr": 0.001}, "log": {"tensorboard": False, "plot": False}}},
+    "arms": {"bot_grpo": {}, "ws0": {"reward": {"options": {"local_weight": 0.0}}}},
     "seeds": {"study": [0, 1], "pilot": [100, 101]},
     "steps": 6,
     "evaluation": {"every": 2, "prompts": 4},
@@ -94,7 +95,7 @@ def test_a_tiny_study_runs_end_to_end_and_resumes_after_a_kill(tmp_path):
     assert record["attempts"] == 2 and [e["step"] for e in record["evals"]] == [0, 2, 4, 6]
     assert record["protocol"] == json.loads((results / "lock.json").read_text())["protocol_hash"]
     assert [m["step"] for m in record["metrics"]] == [1, 2, 3, 4, 5, 6] and "train_config" in record
-    assert record["train_config"]["task_options"]["local_weight"] == 0.0 and record["train_config"]["seed"] == 0
+    assert record["train_config"]["reward"]["options"]["local_weight"] == 0.0 and record["train_config"]["seed"] == 0
     verdict = json.loads((results / "verdict.json").read_text())
     assert verdict["complete"] and verdict["cells"] == {"finished": 4, "total": 4}
     assert "### primary: bot_grpo vs ws0" in (results / "report.md").read_text()

@@ -8,6 +8,7 @@ import torch
 
 from tests.live_server import LiveServer
 from tests.tiny_setup import tiny_config, tiny_math_setup
+from botgrpo.trainer.config import merge
 
 SCRIPT = Path(__file__).with_name("distributed_run.py")
 
@@ -32,9 +33,8 @@ def run(tmp, setup, server, name, nproc, mode, **overrides):
     # streamed_update off: ranks > 1 always take the batch path, and one process is compared with
     # them on the same path (streamed = batch is tested in test_streamed_update.py; here AdamW would
     # turn the two paths' different rounding of gradients that are 0 in exact arithmetic into lr-sized steps)
-    values = dict(reward_url=server.url, steps=2, eval_dataset=None, plot=False, prompts_per_step=4,
-                  distributed=mode, micro_batch_size=4, streamed_update=False)
-    values.update(overrides)
+    values = dict(reward={"url": server.url}, eval={"dataset": None}, log={"plot": False}, rollout={"prompts_per_step": 4}, optim={"micro_batch_size": 4, "streamed_update": False}, steps=2, distributed=mode)
+    values = merge(values, overrides)
     cfg = tiny_config(setup, out / "run", **values)
     (out / "cfg.json").write_text(cfg.model_dump_json())
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
@@ -48,7 +48,7 @@ def test_fsdp_ranks_hand_their_vllm_engines_full_weights(env):
     """Each torchrun rank builds an in-process engine (external launcher) and, under FSDP, hands it
     every parameter whole (gathered from the shards), exactly the unsharded model's."""
     tmp, setup, server = env
-    run(tmp, setup, server, "vllm-fsdp", 2, "fsdp", engine="vllm", sampling={"max_new_tokens": 6})
+    run(tmp, setup, server, "vllm-fsdp", 2, "fsdp", rollout={"engine": "vllm", "sampling": {"max_new_tokens": 6}})
     from transformers import AutoModelForCausalLM
     initial = AutoModelForCausalLM.from_pretrained(setup["model"]).state_dict()
     for rank in range(2):
@@ -88,8 +88,8 @@ def test_two_ranks_packed_match_one_process_padded(env):
     """Packed micro-batches of at most 60 tokens on each of 2 DDP ranks (the ranks agree on how
     many: each backward is a collective) against padded micro-batches of 4 rows in one process."""
     tmp, setup, server = env
-    single = run(tmp, setup, server, "single-padded", 1, "none", packing=False)[0]
-    rank0, rank1 = run(tmp, setup, server, "two-packed", 2, "ddp", packing=True, micro_batch_tokens=60)
+    single = run(tmp, setup, server, "single-padded", 1, "none", optim={"packing": False})[0]
+    rank0, rank1 = run(tmp, setup, server, "two-packed", 2, "ddp", optim={"packing": True, "micro_batch_tokens": 60})
     _same(single, rank0, rank1)
 
 
@@ -99,8 +99,8 @@ def test_two_ranks_async_match_one_process_async(env, mode):
     thread from a plain copy of the weights (gathered from the shards under FSDP, on the main
     thread), no collective off the main thread; the ranks equal one process running async."""
     tmp, setup, server = env
-    single = run(tmp, setup, server, f"single-async-{mode}", 1, "none", async_steps=1, steps=3)[0]
-    rank0, rank1 = run(tmp, setup, server, f"two-async-{mode}", 2, mode, async_steps=1, steps=3)
+    single = run(tmp, setup, server, f"single-async-{mode}", 1, "none", rollout={"async_steps": 1}, steps=3)[0]
+    rank0, rank1 = run(tmp, setup, server, f"two-async-{mode}", 2, mode, rollout={"async_steps": 1}, steps=3)
     _same(single, rank0, rank1)
 
 
@@ -110,10 +110,9 @@ def test_lora_under_ddp_resumes_exactly(env):
     optimizer state itself: DDP holds full tensors) equals an uninterrupted one bit for bit."""
     tmp, setup, server = env
     lora = {"r": 4, "alpha": 8.0}
-    rank0, rank1 = run(tmp, setup, server, "lora-straight", 2, "ddp", lora=lora, steps=2)
-    run(tmp, setup, server, "lora-first", 2, "ddp", lora=lora, steps=1)
-    resumed = run(tmp, setup, server, "lora-resumed", 2, "ddp", lora=lora, steps=2, resume=True,
-                  output_dir=str(tmp / "lora-first" / "run"))
+    rank0, rank1 = run(tmp, setup, server, "lora-straight", 2, "ddp", optim={"lora": lora}, steps=2)
+    run(tmp, setup, server, "lora-first", 2, "ddp", optim={"lora": lora}, steps=1)
+    resumed = run(tmp, setup, server, "lora-resumed", 2, "ddp", optim={"lora": lora}, checkpoint={"resume": True}, steps=2, output_dir=str(tmp / "lora-first" / "run"))
     assert all(torch.equal(rank0[n], rank1[n]) for n in rank0)
     assert all(torch.equal(rank0[n], resumed[0][n]) and torch.equal(rank1[n], resumed[1][n]) for n in rank0)
     from transformers import AutoModelForCausalLM

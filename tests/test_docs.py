@@ -42,7 +42,7 @@ def test_example_training_config_is_valid():
     args = argparse.Namespace(config=str(ROOT / "docs" / "examples" / "train_react.yaml"), resume=None, set=[],
                               **{k: None for k in FLAGS})
     cfg = build_config(args)
-    assert cfg.task == "react" and cfg.algorithm().estimator == "bot_grpo"
+    assert cfg.reward.task == "react" and cfg.algorithm.settings().estimator == "bot_grpo"
 
 
 COMMANDS = sorted({m for doc in DOCS for m in re.findall(r"botgrpo (serve|worker|train|score|eval|demo|compare|bench)\b", doc.read_text())})

@@ -9,6 +9,7 @@ import torch
 from pydantic import ValidationError
 from transformers import AutoModelForCausalLM
 
+from botgrpo.trainer.config import merge
 from botgrpo.trainer import lora
 from botgrpo.trainer.distributed import full_weights, unwrap
 from botgrpo.trainer.packing import enable_packed_attention
@@ -88,8 +89,8 @@ def test_apply_lora_without_peft_names_the_extra(setup, monkeypatch):
 # ---------------------------------------------------------------- through the Trainer
 def make(setup, out, **overrides):
     from botgrpo.trainer.loop import Trainer
-    values = dict(steps=3, eval_dataset=None, plot=False, lora=SETTINGS, kl_coef=0.1)
-    values.update(overrides)
+    values = dict(steps=3, eval={"dataset": None}, log={"plot": False}, optim={"lora": SETTINGS}, algorithm={"kl_coef": 0.1})
+    values = merge(values, overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted())
 
 
@@ -180,7 +181,7 @@ def test_resumed_lora_run_equals_an_uninterrupted_one(setup, tmp_path):
 
 
 def test_the_async_samplers_copy_gets_the_merged_weights(setup, tmp_path):
-    trainer = make(setup, tmp_path / "async", steps=2, async_steps=1, kl_coef=0.0)
+    trainer = make(setup, tmp_path / "async", steps=2, rollout={"async_steps": 1}, algorithm={"kl_coef": 0.0})
     try:
         trainer.train()
         sampler = trainer.engine.model
@@ -206,11 +207,11 @@ def test_a_resumed_lora_runs_vllm_engine_starts_from_the_base_and_gets_the_merge
     for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "VLLM_ENABLE_V1_MULTIPROCESSING"):
         monkeypatch.delenv(key, raising=False)
     fake_vllm.LLM.instances.clear()
-    first = vllm_trainer(setup, tmp_path / "run", steps=1, lora=SETTINGS, vllm_sleep=False)
+    first = vllm_trainer(setup, tmp_path / "run", steps=1, optim={"lora": SETTINGS}, rollout={"vllm": {"sleep": False}})
     first.train()
     first.close()
     assert not (tmp_path / "run" / "checkpoint-1" / "model.safetensors").exists()  # the adapter only
-    resumed = vllm_trainer(setup, tmp_path / "run", steps=2, lora=SETTINGS, vllm_sleep=False, resume=True)
+    resumed = vllm_trainer(setup, tmp_path / "run", steps=2, optim={"lora": SETTINGS}, rollout={"vllm": {"sleep": False}}, checkpoint={"resume": True})
     try:
         assert resumed.step == 1 and fake_vllm.LLM.instances[-1].kwargs["model"] == setup["model"]
         merged = dict(lora.export_weights(resumed.model, torch.float32))
@@ -225,7 +226,7 @@ def test_a_resumed_lora_runs_vllm_engine_starts_from_the_base_and_gets_the_merge
 
 def test_gradient_checkpointing_gives_the_same_update(setup, tmp_path):
     def one_step(name, checkpointing):
-        trainer = make(setup, tmp_path / name, steps=1, kl_coef=0.0, gradient_checkpointing=checkpointing)
+        trainer = make(setup, tmp_path / name, steps=1, algorithm={"kl_coef": 0.0}, optim={"gradient_checkpointing": checkpointing})
         trainer.train()
         trainer.close()
         return {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
@@ -240,21 +241,21 @@ def test_lora_settings_are_validated():
     from botgrpo.trainer.config import TrainConfig
 
     def config(**values):
-        return TrainConfig.model_validate({"model": "m", "dataset": "d", **values})
+        return TrainConfig.model_validate({"model": "m", "data": {"dataset": "d"}, **values})
 
-    assert config().lora is None  # full fine-tune unless asked
-    assert config(lora={}).lora == lora.LoraSettings(r=16, alpha=32.0, dropout=0.0, target_modules="all-linear")
-    assert config(lora={"target_modules": ["q_proj", "v_proj"]}).lora.target_modules == ["q_proj", "v_proj"]
+    assert config().optim.lora is None  # full fine-tune unless asked
+    assert config(optim={"lora": {}}).optim.lora == lora.LoraSettings(r=16, alpha=32.0, dropout=0.0, target_modules="all-linear")
+    assert config(optim={"lora": {"target_modules": ["q_proj", "v_proj"]}}).optim.lora.target_modules == ["q_proj", "v_proj"]
     with pytest.raises(ValidationError, match=r"lora\.r\n.*greater than or equal to 1"):
-        config(lora={"r": 0})
+        config(optim={"lora": {"r": 0}})
     with pytest.raises(ValidationError, match=r"lora\.rank\n.*Extra inputs are not permitted"):
-        config(lora={"rank": 8})
+        config(optim={"lora": {"rank": 8}})
     with pytest.raises(ValidationError, match=r"lora\.alpha"):
-        config(lora={"alpha": 0})
+        config(optim={"lora": {"alpha": 0}})
     with pytest.raises(ValidationError, match="target_modules"):
-        config(lora={"target_modules": "attention"})
+        config(optim={"lora": {"target_modules": "attention"}})
     with pytest.raises(ValidationError, match="lora is not supported with distributed: fsdp"):
-        config(lora={}, distributed="fsdp")
+        config(optim={"lora": {}}, distributed="fsdp")
     with pytest.raises(ValidationError, match="lora.dropout > 0 needs disable_dropout: false"):
-        config(lora={"dropout": 0.1})
-    assert config(lora={"dropout": 0.1}, disable_dropout=False).lora.dropout == 0.1
+        config(optim={"lora": {"dropout": 0.1}})
+    assert config(optim={"lora": {"dropout": 0.1}, "disable_dropout": False}).optim.lora.dropout == 0.1

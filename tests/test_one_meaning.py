@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from botgrpo.trainer.advantages import RECOMMENDED_MIN_STD, compute_advantages
-from botgrpo.trainer.config import TrainConfig
+from botgrpo.trainer.config import AlgorithmSection
 from botgrpo.demo import DemoSettings
 from botgrpo.trainer.integrations.verl import DEFAULT_NAME, bot_grpo_advantage
 from botgrpo.trainer.presets import preset
@@ -29,7 +29,7 @@ def test_every_entry_point_computes_the_same_bot_grpo():
     bounded = compute_advantages("bot_grpo", r, m, g, min_std=RECOMMENDED_MIN_STD)
     paper = compute_advantages("bot_grpo_paper", r, m, g)
     assert torch.equal(registry, bounded) and not torch.allclose(registry, paper)
-    for method in (TrainConfig.model_fields["method"].default, DemoSettings.method):
+    for method in (AlgorithmSection.model_fields["method"].default, DemoSettings.method):
         algo = preset(method)
         assert torch.equal(compute_advantages(algo.estimator, r, m, g, **algo.estimator_options), registry)
     verl, _ = bot_grpo_advantage(r, m.float(), [0, 0])

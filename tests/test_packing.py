@@ -9,6 +9,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from tests.test_trainer import _Scripted
+from botgrpo.trainer.config import merge
 from tests.tiny_setup import tiny_config, tiny_math_setup
 from botgrpo.trainer.algorithm import AlgorithmSettings
 from botgrpo.trainer.distributed import Dist
@@ -207,8 +208,8 @@ def test_trainer_steps_packed_equal_padded(setup, tmp_path):
     from botgrpo.trainer.loop import Trainer
 
     def run(name, **overrides):
-        cfg = tiny_config(setup, tmp_path / name, steps=2, eval_dataset=None, plot=False, num_iterations=2,
-                          micro_batch_size=5, **overrides)
+        cfg = tiny_config(setup, tmp_path / name, steps=2, eval={"dataset": None}, log={"plot": False},
+                          **merge({"optim": {"num_iterations": 2, "micro_batch_size": 5}}, overrides))
         trainer = Trainer(cfg, reward_source=_Scripted(unscored=(3,)))
         try:
             records = trainer.train()
@@ -216,8 +217,8 @@ def test_trainer_steps_packed_equal_padded(setup, tmp_path):
             trainer.close()
         return records, {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
 
-    (padded_records, padded), (packed_records, packed) = run("padded", packing=False), \
-        run("packed", packing=True, micro_batch_tokens=120)
+    (padded_records, padded), (packed_records, packed) = run("padded", optim={"packing": False}), \
+        run("packed", optim={"packing": True, "micro_batch_tokens": 120})
     assert [r["first_ratio_error"] for r in packed_records] == [0.0, 0.0]  # old log-probs: the same forward
     for a, b in zip(padded_records, packed_records):
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-5, abs=1e-7)
@@ -228,7 +229,7 @@ def test_trainer_steps_packed_equal_padded(setup, tmp_path):
 
 def test_packing_is_on_by_default_and_refuses_a_budget_below_one_sequence(setup):
     from botgrpo.trainer.config import TrainConfig
-    cfg = TrainConfig(model="m", dataset="d")
-    assert cfg.packing is True and cfg.micro_batch_tokens is None
+    cfg = TrainConfig(model="m", data={"dataset": "d"})
+    assert cfg.optim.packing is True and cfg.optim.micro_batch_tokens is None
     with pytest.raises(ValueError):
-        TrainConfig(model="m", dataset="d", micro_batch_tokens=0)
+        TrainConfig(model="m", data={"dataset": "d"}, optim={"micro_batch_tokens": 0})

@@ -130,9 +130,9 @@ def test_the_recipe_writes_the_protocols_prompts_and_config(tmp_path):
     assert first[0]["role"] == "user" and first[0]["content"].endswith("Put the final answer in \\boxed{}.")
     assert rows[0]["reference"]["answer"].isdigit()
     cfg = recipe.train_config(tmp_path / "out", train, held_out, steps=7)
-    assert cfg.task == "math" and cfg.task_options == {"extraction": "boxed", "local_weight": 0.0}
-    assert (cfg.steps, cfg.group_size, cfg.prompts_per_step, cfg.lr, cfg.seed) == (7, 8, 4, 1e-5, 2)
-    assert cfg.sampling.max_new_tokens == 64 and cfg.sampling.temperature == 0.7
+    assert cfg.reward.task == "math" and cfg.reward.options == {"extraction": "boxed", "local_weight": 0.0}
+    assert (cfg.steps, cfg.rollout.group_size, cfg.rollout.prompts_per_step, cfg.optim.lr, cfg.seed) == (7, 8, 4, 1e-5, 2)
+    assert cfg.rollout.sampling.max_new_tokens == 64 and cfg.rollout.sampling.temperature == 0.7
     # another arm, the same prompts
     other = recipes.ChatArith(model="m").with_arm("grpo", 2)
     again, _ = other.write_datasets(tmp_path / "grpo")

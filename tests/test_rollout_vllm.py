@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from botgrpo.trainer.config import merge
 from botgrpo.trainer.tiny import train_tokenizer
 from tests import fake_vllm
 from tests.test_trainer import _Scripted
@@ -68,8 +69,8 @@ def fake(monkeypatch):
 
 def vllm_trainer(setup, out, **overrides):
     from botgrpo.trainer.loop import Trainer
-    values = dict(engine="vllm", steps=2, eval_dataset=None, plot=False, sampling={"max_new_tokens": 8})
-    values.update(overrides)
+    values = dict(rollout={"engine": "vllm", "sampling": {"max_new_tokens": 8}}, eval={"dataset": None}, log={"plot": False}, steps=2)
+    values = merge(values, overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted())
 
 
@@ -118,7 +119,7 @@ def test_the_engine_is_built_after_resume_and_samples_the_resumed_weights(setup,
     first = vllm_trainer(setup, tmp_path / "run", steps=1)
     first.train()
     first.close()
-    resumed = vllm_trainer(setup, tmp_path / "run", steps=2, resume=True)
+    resumed = vllm_trainer(setup, tmp_path / "run", steps=2, checkpoint={"resume": True})
     state = snapshots(resumed)
     try:
         assert resumed.step == 1
@@ -143,9 +144,9 @@ def test_neighbouring_prompts_draw_independent_streams(setup, fake, tmp_path):
 
 def test_behaviour_log_probs_are_those_of_the_tempered_distribution(setup, fake, tmp_path):
     from botgrpo.trainer.policy import completion_logprobs, pack
-    trainer = vllm_trainer(setup, tmp_path / "run", sampling={"max_new_tokens": 8, "temperature": 0.7})
+    trainer = vllm_trainer(setup, tmp_path / "run", rollout={"sampling": {"max_new_tokens": 8, "temperature": 0.7}})
     try:
-        batch = trainer.engine.generate([e.prompt for e in trainer.examples[:2]], 3, trainer.cfg.sampling,
+        batch = trainer.engine.generate([e.prompt for e in trainer.examples[:2]], 3, trainer.cfg.rollout.sampling,
                                         seeds=[1, 2])
         inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 3, trainer.engine.pad_id)
         with torch.no_grad():
@@ -164,7 +165,7 @@ def test_both_engines_stop_at_the_generation_configs_end_tokens(setup, fake, tmp
     try:
         trainer = vllm_trainer(setup, tmp_path / "run")
         try:
-            params = trainer.engine.sampling_params(4, trainer.cfg.sampling, 0)
+            params = trainer.engine.sampling_params(4, trainer.cfg.rollout.sampling, 0)
             from botgrpo.trainer.rollout.hf import HFEngine
             hf = HFEngine(trainer.model, trainer.tokenizer)
             assert params.stop_token_ids == hf.stop_ids == trainer.stop_ids == [trainer.tokenizer.eos_token_id, 7]

@@ -56,8 +56,8 @@ def test_lora_flags_reach_the_trainer_config_and_a_full_fine_tune_record_is_unch
     assert (lora["lora_r"], lora["lora_alpha"]) == (8, 16.0)
     recipe = ChatArith(model="m", **{k: tuple(v) if k == "operators" else v for k, v in lora.items()})
     cfg = recipe.train_config("out", "train.jsonl", "eval.jsonl")
-    assert (cfg.lora.r, cfg.lora.alpha) == (8, 16.0)
-    assert ChatArith(model="m").train_config("out", "train.jsonl", "eval.jsonl").lora is None
+    assert (cfg.optim.lora.r, cfg.optim.lora.alpha) == (8, 16.0)
+    assert ChatArith(model="m").train_config("out", "train.jsonl", "eval.jsonl").optim.lora is None
 
 
 def _record(final: float, evals: list[float], finished: bool = True) -> dict:

@@ -7,6 +7,7 @@ import time
 import pytest
 import torch
 
+from botgrpo.trainer.config import nest
 from tests.tiny_setup import tiny_config, tiny_math_setup
 from botgrpo.services.schemas import Result
 from botgrpo.trainer.advantages import ESTIMATORS, compute_advantages
@@ -134,8 +135,9 @@ class ScrambledSource:
         pass
 
 
-def one_step(setup, out, source, **values):
-    cfg = tiny_config(setup, out, steps=1, eval_dataset=None, plot=False, **values)
+def one_step(setup, out, source, values, **more):
+    """One step of a tiny run with ``values`` (dotted names) and ``more`` (dotted names) set."""
+    cfg = tiny_config(setup, out, steps=1, eval={"dataset": None}, log={"plot": False}, **nest({**values, **more}))
     trainer = Trainer(cfg, reward_source=source)
     try:
         record = trainer.train_step()
@@ -160,22 +162,23 @@ def assert_same_update(streamed, batch):
         assert torch.allclose(params_s[name][clear], params_b[name][clear], atol=1e-6, rtol=0), name
 
 
-LAYOUTS = [pytest.param({"packing": True, "micro_batch_size": 3}, id="packed"),
-           pytest.param({"packing": False, "micro_batch_size": 3}, id="padded")]
+LAYOUTS = [pytest.param({"optim.packing": True, "optim.micro_batch_size": 3}, id="packed"),
+           pytest.param({"optim.packing": False, "optim.micro_batch_size": 3}, id="padded")]
+BATCH = {"optim.streamed_update": False}
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dapo_step_streamed_equals_the_batch_update(setup, tmp_path, layout):
     """Dynamic sampling drops group 0, rollout 5 is unscored, token-mean aggregation (its
     normaliser is known only at the end), results arriving one by one in a scrambled order."""
-    values = dict(method="dapo", overlong_buffer=0.0, **layout)
-    streamed = one_step(setup, tmp_path / "s", ScrambledSource(unscored=(5,)), **values)
-    batch = one_step(setup, tmp_path / "b", ScrambledSource(unscored=(5,)), streamed_update=False, **values)
+    values = {"algorithm.method": "dapo", "algorithm.overlong_buffer": 0.0, **layout}
+    streamed = one_step(setup, tmp_path / "s", ScrambledSource(unscored=(5,)), values)
+    batch = one_step(setup, tmp_path / "b", ScrambledSource(unscored=(5,)), values, **BATCH)
     assert batch[0]["kept_rollouts"] == 16 - 4 - 1  # the dropped group and the unscored rollout
     assert streamed[0]["update_early_groups"] >= 1  # a group's backward ran before the last score came
     assert_same_update(streamed, batch)
     # another arrival order, the same weights bit for bit (parts are fixed, taken in index order)
-    other = one_step(setup, tmp_path / "o", ScrambledSource(unscored=(5,), seed=7, delay=0.003), **values)
+    other = one_step(setup, tmp_path / "o", ScrambledSource(unscored=(5,), seed=7, delay=0.003), values)
     assert all(torch.equal(other[1][n], p) for n, p in streamed[1].items())
 
 
@@ -186,15 +189,16 @@ def test_parts_are_consecutive_groups_at_most_max_parts():
 
 
 @pytest.mark.parametrize("method,values", [
-    ("bot_grpo", {"kl_coef": 0.05, "overlong_buffer": 0.5}),   # token rewards, a reference pass, overlong penalty
-    ("grpo", {"micro_batch_tokens": 40}),                       # seq-mean-token-mean, more micro-batches
-    ("dr_grpo", {"packing": False}),                            # seq-mean-token-sum-norm
-    ("pure", {"dynamic_sampling": True}),
+    ("bot_grpo", {"algorithm.kl_coef": 0.05, "algorithm.overlong_buffer": 0.5}),  # token rewards, a reference pass,
+                                                                                  # overlong penalty
+    ("grpo", {"optim.micro_batch_tokens": 40}),                 # seq-mean-token-mean, more micro-batches
+    ("dr_grpo", {"optim.packing": False}),                      # seq-mean-token-sum-norm
+    ("pure", {"algorithm.dynamic_sampling": True}),
 ])
 def test_other_methods_streamed_equal_the_batch_update(setup, tmp_path, method, values):
-    values = dict(method=method, micro_batch_size=4, **values)
-    streamed = one_step(setup, tmp_path / "s", ScrambledSource(unscored=(2, 13), seed=1), **values)
-    batch = one_step(setup, tmp_path / "b", ScrambledSource(unscored=(2, 13), seed=1), streamed_update=False, **values)
+    values = {"algorithm.method": method, "optim.micro_batch_size": 4, **values}
+    streamed = one_step(setup, tmp_path / "s", ScrambledSource(unscored=(2, 13), seed=1), values)
+    batch = one_step(setup, tmp_path / "b", ScrambledSource(unscored=(2, 13), seed=1), values, **BATCH)
     assert_same_update(streamed, batch)
 
 
@@ -211,7 +215,7 @@ def test_a_step_with_nothing_in_the_loss_does_not_move_the_weights(setup, tmp_pa
             threading.Thread(target=deliver, daemon=True).start()
             return scores
 
-    cfg = tiny_config(setup, tmp_path, steps=1, eval_dataset=None, plot=False, method="dapo", overlong_buffer=0.0)
+    cfg = tiny_config(setup, tmp_path, steps=1, eval={"dataset": None}, log={"plot": False}, algorithm={"method": "dapo", "overlong_buffer": 0.0})
     trainer = Trainer(cfg, reward_source=AllEqual())
     try:
         before = [p.detach().clone() for p in trainer.model.parameters()]
@@ -223,14 +227,14 @@ def test_a_step_with_nothing_in_the_loss_does_not_move_the_weights(setup, tmp_pa
 
 
 def test_the_batch_path_where_streaming_would_not_be_exact(setup, tmp_path):
-    cfg = tiny_config(setup, tmp_path, eval_dataset=None)
-    algo, stream = cfg.algorithm(), StreamedScores(torch.ones(4, 2, dtype=torch.bool), 2)
+    cfg = tiny_config(setup, tmp_path, eval={"dataset": None})
+    algo, stream = cfg.algorithm.settings(), StreamedScores(torch.ones(4, 2, dtype=torch.bool), 2)
     assert streamable(cfg, algo, 1, stream) is None
     assert "rank" in streamable(cfg, algo, 2, stream)
     assert "stream" in streamable(cfg, algo, 1, object())
-    assert "num_iterations" in streamable(cfg.model_copy(update={"num_iterations": 2}), algo, 1, stream)
-    assert "async" in streamable(cfg.model_copy(update={"async_steps": 1}), algo, 1, stream)
-    assert "off" in streamable(cfg.model_copy(update={"streamed_update": False}), algo, 1, stream)
+    assert "num_iterations" in streamable(cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"num_iterations": 2})}), algo, 1, stream)
+    assert "async" in streamable(cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"async_steps": 1})}), algo, 1, stream)
+    assert "off" in streamable(cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"streamed_update": False})}), algo, 1, stream)
     assert "group-local" in streamable(cfg, algo.model_copy(update={"estimator": "someone_elses"}), 1, stream)
     assert "aggregation" in streamable(cfg, algo.model_copy(update={"aggregation": "custom"}), 1, stream)
     for row in range(4):
@@ -245,9 +249,9 @@ def test_streamed_through_a_real_reward_server(setup, tmp_path):
     (tmp_path / "srv").mkdir()
     server = LiveServer(tmp_path / "srv", env={"BOTGRPO_WARM_SCORERS": "false"})
     try:
-        values = dict(reward_url=server.url, micro_batch_size=4)
-        streamed = one_step(setup, tmp_path / "s", None, **values)
-        batch = one_step(setup, tmp_path / "b", None, streamed_update=False, **values)
+        values = {"reward.url": server.url, "optim.micro_batch_size": 4}
+        streamed = one_step(setup, tmp_path / "s", None, values)
+        batch = one_step(setup, tmp_path / "b", None, values, **BATCH)
     finally:
         server.stop()
     assert streamed[0]["reward_errors"] == batch[0]["reward_errors"] == 0

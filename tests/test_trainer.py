@@ -81,7 +81,7 @@ def test_alignment_with_tokens_that_cross_line_breaks():
 
 
 def test_few_steps_through_the_real_server(setup, server, tmp_path):
-    cfg = tiny_config(setup, tmp_path / "run", reward_url=server.url, steps=3, kl_coef=0.05, num_iterations=2)
+    cfg = tiny_config(setup, tmp_path / "run", reward={"url": server.url}, algorithm={"kl_coef": 0.05}, optim={"num_iterations": 2}, steps=3)
     trainer = Trainer(cfg)
     try:
         records = trainer.train()
@@ -102,13 +102,13 @@ def test_resume_continues_exactly(setup, server, tmp_path):
     def params(trainer):
         return [p.detach().clone() for p in trainer.model.parameters()]
 
-    straight = Trainer(tiny_config(setup, tmp_path / "a", reward_url=server.url, steps=4, eval_dataset=None))
+    straight = Trainer(tiny_config(setup, tmp_path / "a", reward={"url": server.url}, eval={"dataset": None}, steps=4))
     straight.train()
     straight.close()
-    first = Trainer(tiny_config(setup, tmp_path / "b", reward_url=server.url, steps=2, eval_dataset=None))
+    first = Trainer(tiny_config(setup, tmp_path / "b", reward={"url": server.url}, eval={"dataset": None}, steps=2))
     first.train()
     first.close()
-    resumed = Trainer(tiny_config(setup, tmp_path / "b", reward_url=server.url, steps=4, eval_dataset=None, resume=True))
+    resumed = Trainer(tiny_config(setup, tmp_path / "b", reward={"url": server.url}, eval={"dataset": None}, checkpoint={"resume": True}, steps=4))
     assert resumed.step == 2
     resumed.train()
     resumed.close()
@@ -118,8 +118,7 @@ def test_resume_continues_exactly(setup, server, tmp_path):
 
 @pytest.mark.parametrize("method", sorted(set(PRESETS) - {"bot_grpo"}))  # bot_grpo: the other tests
 def test_every_preset_trains(setup, server, tmp_path, method):
-    trainer = Trainer(tiny_config(setup, tmp_path / method, reward_url=server.url, method=method, steps=1,
-                                  eval_dataset=None, plot=False))
+    trainer = Trainer(tiny_config(setup, tmp_path / method, reward={"url": server.url}, algorithm={"method": method}, eval={"dataset": None}, log={"plot": False}, steps=1))
     try:
         [record] = trainer.train()
     finally:
@@ -192,7 +191,7 @@ class _Scripted:
 def test_unscored_rollouts_are_left_out_not_punished(setup, tmp_path, method):
     """Whatever scores sit under an unscored rollout, the update is the same: it is not in the loss."""
     def one_step(value):
-        cfg = tiny_config(setup, tmp_path / f"{method}-{value}", method=method, steps=1, eval_dataset=None, plot=False)
+        cfg = tiny_config(setup, tmp_path / f"{method}-{value}", algorithm={"method": method}, eval={"dataset": None}, log={"plot": False}, steps=1)
         trainer = Trainer(cfg, reward_source=_Scripted(unscored=(0, 3, 5), unscored_value=value))
         try:
             [record] = trainer.train()
@@ -211,8 +210,7 @@ def test_unscored_rollouts_from_the_real_server_are_counted(setup, server, tmp_p
     (tmp_path / "half.jsonl").write_text("".join(
         json.dumps({"prompt": r["prompt"], "reference": r["reference"] if i % 2 else {}}) + "\n"
         for i, r in enumerate(rows)))
-    cfg = tiny_config({**setup, "dataset": str(tmp_path / "half.jsonl")}, tmp_path / "run", reward_url=server.url,
-                      steps=1, eval_dataset=None, plot=False)
+    cfg = tiny_config({**setup, "dataset": str(tmp_path / "half.jsonl")}, tmp_path / "run", reward={"url": server.url}, eval={"dataset": None}, log={"plot": False}, steps=1)
     trainer = Trainer(cfg)
     try:
         [record] = trainer.train()

@@ -7,6 +7,7 @@ from transformers import AutoModelForCausalLM
 
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
+from botgrpo.trainer.config import merge
 from botgrpo.trainer.loop import Trainer
 
 
@@ -28,13 +29,13 @@ def bf16_setup(setup, tmp_path_factory):
 
 
 def make(setup, tmp_path, **overrides):
-    values = dict(steps=1, eval_dataset=None, plot=False)
-    values.update(overrides)
+    values = dict(steps=1, eval={"dataset": None}, log={"plot": False})
+    values = merge(values, overrides)
     return Trainer(tiny_config(setup, tmp_path / "run", **values), reward_source=_Scripted())
 
 
 def test_a_bf16_checkpoint_trains_on_float32_master_weights(bf16_setup, tmp_path):
-    trainer = make(bf16_setup, tmp_path, lr=1e-5, kl_coef=0.05)
+    trainer = make(bf16_setup, tmp_path, optim={"lr": 1e-5}, algorithm={"kl_coef": 0.05})
     try:
         assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
         assert {p.dtype for p in trainer.ref.parameters()} == {torch.float32}
@@ -67,7 +68,7 @@ def _record_forwards(trainer):
 
 
 def test_bf16_old_reference_and_update_log_probs_share_one_autocast(setup, tmp_path):
-    trainer = make(setup, tmp_path, bf16=True, num_iterations=2, kl_coef=0.05)
+    trainer = make(setup, tmp_path, optim={"bf16": True, "num_iterations": 2}, algorithm={"kl_coef": 0.05})
     calls, _ = _record_forwards(trainer)
     try:
         record = trainer.train_step()
@@ -82,7 +83,7 @@ def test_bf16_old_reference_and_update_log_probs_share_one_autocast(setup, tmp_p
 
 
 def test_gradient_checkpointing_recomputes_in_the_update_and_modes_are_explicit(setup, tmp_path):
-    trainer = make(setup, tmp_path, gradient_checkpointing=True, micro_batch_size=8)
+    trainer = make(setup, tmp_path, optim={"gradient_checkpointing": True, "micro_batch_size": 8})
     layer_calls = []
     # a submodule of the layer: transformers checkpoints the layer's forward, so the layer's own hooks
     # stay outside the checkpoint, while its submodules run again when backward recomputes it
@@ -103,7 +104,7 @@ def test_gradient_checkpointing_recomputes_in_the_update_and_modes_are_explicit(
 
 
 def test_the_update_never_materialises_the_prompts_logits(setup, tmp_path):
-    trainer = make(setup, tmp_path, num_iterations=2, kl_coef=0.05)
+    trainer = make(setup, tmp_path, optim={"num_iterations": 2}, algorithm={"kl_coef": 0.05})
     calls, _ = _record_forwards(trainer)
     try:
         trainer.train_step()

@@ -44,7 +44,7 @@ def templated(tok, messages):
 
 
 def test_conversational_prompts_get_the_chat_template_and_train(setup, tmp_path):
-    cfg = tiny_config(paths(setup, dataset=setup["chat"]), tmp_path / "run", steps=1, eval_dataset=None, plot=False)
+    cfg = tiny_config(paths(setup, dataset=setup["chat"]), tmp_path / "run", steps=1, eval={"dataset": None}, log={"plot": False})
     trainer = Trainer(cfg, reward_source=_Scripted())
     try:
         example = trainer.examples[1]  # from a `messages` row: the assistant's reference turn is not in the prompt
@@ -61,7 +61,7 @@ def test_conversational_prompts_get_the_chat_template_and_train(setup, tmp_path)
 
 
 def test_apply_chat_template_turns_text_prompts_into_a_user_message(setup, tmp_path):
-    cfg = tiny_config(paths(setup), tmp_path / "run", apply_chat_template=True, eval_dataset=None, plot=False)
+    cfg = tiny_config(paths(setup), tmp_path / "run", data={"apply_chat_template": True}, eval={"dataset": None}, log={"plot": False})
     trainer = Trainer(cfg, reward_source=_Scripted())
     try:
         text = trainer.examples[0].prompt
@@ -72,7 +72,7 @@ def test_apply_chat_template_turns_text_prompts_into_a_user_message(setup, tmp_p
 
 
 def test_conversations_are_refused_when_the_template_is_off(setup, tmp_path):
-    cfg = tiny_config(paths(setup, dataset=setup["chat"]), tmp_path / "run", apply_chat_template=False)
+    cfg = tiny_config(paths(setup, dataset=setup["chat"]), tmp_path / "run", data={"apply_chat_template": False})
     with pytest.raises(ValueError, match="conversation but apply_chat_template is false"):
         Trainer(cfg, reward_source=_Scripted())
 

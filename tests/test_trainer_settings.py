@@ -18,7 +18,7 @@ def setup(tmp_path_factory):
 
 def config(**values):
     from botgrpo.trainer.config import TrainConfig
-    return TrainConfig(model="m", dataset="d", **values)
+    return TrainConfig(model="m", data={"dataset": "d"}, **values)
 
 
 def test_dapo_sampling_behaviour_is_preset_fields_not_the_methods_name():
@@ -27,10 +27,10 @@ def test_dapo_sampling_behaviour_is_preset_fields_not_the_methods_name():
     assert dapo.dynamic_sampling is True and dapo.overlong_buffer == 0.25 and dapo.overlong_penalty == 1.0
     assert preset("grpo").dynamic_sampling is False and preset("grpo").overlong_buffer == 0.0
     # the setting switches it, whatever the method is called
-    assert config(method="grpo", dynamic_sampling=True).algorithm().dynamic_sampling is True
-    assert config(method="dapo", dynamic_sampling=False).algorithm().dynamic_sampling is False
-    assert config(method="dapo", sampling={"max_new_tokens": 100}).overlong_zone() == 25
-    assert config(method="grpo", overlong_buffer=0.5, sampling={"max_new_tokens": 100}).overlong_zone() == 50
+    assert config(algorithm={"method": "grpo", "dynamic_sampling": True}).algorithm.settings().dynamic_sampling is True
+    assert config(algorithm={"method": "dapo", "dynamic_sampling": False}).algorithm.settings().dynamic_sampling is False
+    assert config(algorithm={"method": "dapo"}, rollout={"sampling": {"max_new_tokens": 100}}).overlong_zone() == 25
+    assert config(algorithm={"method": "grpo", "overlong_buffer": 0.5}, rollout={"sampling": {"max_new_tokens": 100}}).overlong_zone() == 50
 
 
 def test_a_new_preset_gets_dynamic_sampling_from_its_fields(setup, tmp_path, monkeypatch):
@@ -48,7 +48,7 @@ def test_a_new_preset_gets_dynamic_sampling_from_its_fields(setup, tmp_path, mon
             scored.token_rewards[: batch.group_size] = torch.where(batch.completion_mask[: batch.group_size], 1.0, 0.0)
             return future
 
-    trainer = Trainer(tiny_config(setup, tmp_path / "run", method="my_dapo", steps=1, eval_dataset=None, plot=False),
+    trainer = Trainer(tiny_config(setup, tmp_path / "run", algorithm={"method": "my_dapo"}, eval={"dataset": None}, log={"plot": False}, steps=1),
                       reward_source=EqualFirstGroup())
     try:
         [record] = trainer.train()
@@ -58,19 +58,19 @@ def test_a_new_preset_gets_dynamic_sampling_from_its_fields(setup, tmp_path, mon
 
 
 def test_overriding_the_estimator_drops_the_presets_estimator_options():
-    algo = config(method="pure", estimator="grpo").algorithm()
+    algo = config(algorithm={"method": "pure", "estimator": "grpo"}).algorithm.settings()
     assert algo.estimator == "grpo" and algo.estimator_options == {}
-    kept = config(method="pure", estimator="pure").algorithm()  # same estimator: its options stay
+    kept = config(algorithm={"method": "pure", "estimator": "pure"}).algorithm.settings()  # same estimator: its options stay
     assert kept.estimator_options == {"temperature": 0.1}
-    both = config(method="pure", estimator="bot_grpo", estimator_options={"eps": 1e-4}).algorithm()
+    both = config(algorithm={"method": "pure", "estimator": "bot_grpo", "estimator_options": {"eps": 1e-4}}).algorithm.settings()
     assert both.estimator_options == {"eps": 1e-4}
 
 
 def test_overriding_the_policy_loss_drops_the_presets_clip_range():
-    algo = config(method="gspo", policy_loss="ppo_clip").algorithm()
+    algo = config(algorithm={"method": "gspo", "policy_loss": "ppo_clip"}).algorithm.settings()
     assert (algo.policy_loss, algo.eps_low, algo.eps_high) == ("ppo_clip", 0.2, 0.2)
-    assert config(method="gspo").algorithm().eps_high == 4e-4
-    assert config(method="gspo", policy_loss="ppo_clip", eps_high=0.3).algorithm().eps_high == 0.3
+    assert config(algorithm={"method": "gspo"}).algorithm.settings().eps_high == 4e-4
+    assert config(algorithm={"method": "gspo", "policy_loss": "ppo_clip", "eps_high": 0.3}).algorithm.settings().eps_high == 0.3
 
 
 def test_options_an_estimator_does_not_take_are_refused_before_anything_loads():
@@ -78,7 +78,7 @@ def test_options_an_estimator_does_not_take_are_refused_before_anything_loads():
     from botgrpo.services.settings import SettingsError
     import argparse
     from botgrpo.commands.train import FLAGS
-    args = argparse.Namespace(config=None, resume=None, set=["estimator_options={temperature: 0.1}"],
+    args = argparse.Namespace(config=None, resume=None, set=["algorithm.estimator_options={temperature: 0.1}"],
                               **{k: None for k in FLAGS})
     args.model, args.dataset, args.estimator = "m", "d", "grpo"
     with pytest.raises(SettingsError, match=r"estimator 'grpo' takes no option 'temperature'.*eps"):
@@ -89,8 +89,7 @@ def test_pure_preset_with_grpo_estimator_trains(setup, tmp_path):
     """`--method pure --estimator grpo` used to crash after loading the models (temperature leaked)."""
     from tests.test_trainer import _Scripted
     from botgrpo.trainer.loop import Trainer
-    trainer = Trainer(tiny_config(setup, tmp_path / "run", method="pure", estimator="grpo", steps=1,
-                                  eval_dataset=None, plot=False), reward_source=_Scripted())
+    trainer = Trainer(tiny_config(setup, tmp_path / "run", algorithm={"method": "pure", "estimator": "grpo"}, eval={"dataset": None}, log={"plot": False}, steps=1), reward_source=_Scripted())
     try:
         [record] = trainer.train()
     finally:
@@ -100,8 +99,8 @@ def test_pure_preset_with_grpo_estimator_trains(setup, tmp_path):
 
 def test_algorithm_json_records_the_sampling_behaviour(setup, tmp_path):
     from botgrpo.commands.train import describe
-    cfg = tiny_config(setup, tmp_path, method="dapo")
-    saved = cfg.algorithm().model_dump()
+    cfg = tiny_config(setup, tmp_path, algorithm={"method": "dapo"})
+    saved = cfg.algorithm.settings().model_dump()
     assert saved["dynamic_sampling"] is True and saved["overlong_buffer"] == 0.25
     json.dumps(saved)
     assert "dynamic_sampling=True" in describe(cfg)

@@ -18,17 +18,22 @@ def tiny_math_setup(directory: Path) -> dict[str, str]:
 
 
 def tiny_config(paths: dict[str, str], out: Path, **overrides):
-    from botgrpo.trainer.config import TrainConfig
+    """A two-step math run on ``paths`` (:func:`tiny_math_setup`); ``overrides``: sections (merged
+    into the defaults here) or top-level fields, e.g. ``optim={"lr": 1e-2}, steps=3``."""
+    from botgrpo.trainer.config import TrainConfig, merge
 
-    values = dict(paths, task="math", output_dir=str(out), steps=2, group_size=4, prompts_per_step=4,
-                  sampling={"max_new_tokens": 24}, lr=1e-3, tensorboard=False, progress=False, eval_prompts=4)
-    values.update(overrides)
-    return TrainConfig.model_validate(values)
+    values = {"model": paths["model"], "output_dir": str(out), "steps": 2,
+              "data": {"dataset": paths["dataset"]},
+              "eval": {"dataset": paths.get("eval_dataset"), "prompts": 4},
+              "rollout": {"group_size": 4, "prompts_per_step": 4, "sampling": {"max_new_tokens": 24}},
+              "reward": {"task": "math"}, "optim": {"lr": 1e-3},
+              "log": {"tensorboard": False, "progress": False}}
+    return TrainConfig.model_validate(merge(values, overrides))
 
 
 def straight_and_resumed(make, root, steps: int = 4, split: int = 2):
     """One run of ``steps`` straight through (``root/a``) and one stopped at ``split`` then resumed
-    to ``steps`` (``root/b``), from ``make(out, steps=..., resume=...)`` returning a Trainer:
+    to ``steps`` (``root/b``), from ``make(out, steps=..., checkpoint={"resume": ...})`` returning a Trainer:
     ``(straight, its records, resumed, its records after the resume)``, every trainer closed."""
     straight = make(root / "a", steps=steps)
     straight_records = straight.train()
@@ -36,7 +41,7 @@ def straight_and_resumed(make, root, steps: int = 4, split: int = 2):
     first = make(root / "b", steps=split)
     first.train()
     first.close()
-    resumed = make(root / "b", steps=steps, resume=True)
+    resumed = make(root / "b", steps=steps, checkpoint={"resume": True})
     assert resumed.step == split
     resumed_records = resumed.train()
     resumed.close()

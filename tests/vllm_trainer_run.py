@@ -15,10 +15,7 @@ def main(argv: list[str]) -> None:
     from botgrpo.trainer.loop import Trainer
 
     paths, out, steps = json.loads(argv[0]), argv[1], int(argv[2])
-    cfg = tiny_config(paths, out, engine="vllm", steps=steps, eval_dataset=None, plot=False,
-                      async_steps=1 if "--async" in argv else 0, resume="--resume" in argv, save_every=1,
-                      sampling={"max_new_tokens": 8}, vllm_max_model_len=256,
-                      vllm_kwargs={"enforce_eager": True})
+    cfg = tiny_config(paths, out, rollout={"engine": "vllm", "async_steps": 1 if "--async" in argv else 0, "sampling": {"max_new_tokens": 8}, "vllm": {"max_model_len": 256, "kwargs": {"enforce_eager": True}}}, eval={"dataset": None}, log={"plot": False}, checkpoint={"resume": "--resume" in argv, "save_every": 1}, steps=steps)
     trainer = Trainer(cfg, reward_source=_Scripted())
     loads = []
     load = trainer.engine._load_weights

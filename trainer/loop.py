@@ -47,12 +47,12 @@ from botgrpo.trainer.update import StreamedUpdate, UpdateBatch, batch_logprobs, 
 
 def _schedule(cfg: TrainConfig):
     def factor(step: int) -> float:
-        if step < cfg.warmup_steps:
-            return (step + 1) / (cfg.warmup_steps + 1)
-        progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-        if cfg.lr_schedule == "linear":
+        if step < cfg.optim.warmup_steps:
+            return (step + 1) / (cfg.optim.warmup_steps + 1)
+        progress = (step - cfg.optim.warmup_steps) / max(1, cfg.steps - cfg.optim.warmup_steps)
+        if cfg.optim.lr_schedule == "linear":
             return max(0.0, 1.0 - progress)
-        if cfg.lr_schedule == "cosine":
+        if cfg.optim.lr_schedule == "cosine":
             return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
         return 1.0
     return factor
@@ -66,41 +66,41 @@ def _masked_mean(values: torch.Tensor) -> Optional[float]:
 class Trainer:
     def __init__(self, cfg: TrainConfig, *, dist: Optional[Dist] = None, reward_source=None):
         """``reward_source``: anything with :class:`RewardSource`'s ``submit``/``close`` (an
-        in-process scorer, say) instead of the reward server at ``cfg.reward_url``."""
+        in-process scorer, say) instead of the reward server at ``cfg.reward.url``."""
         self.cfg, self.d = cfg, dist or init_from_env()
-        self.algo, self.bf16 = cfg.algorithm(), cfg.use_bf16()
+        self.algo, self.bf16 = cfg.algorithm.settings(), cfg.optim.use_bf16()
         self.out = Path(cfg.output_dir)
-        if cfg.prompts_per_step % self.d.world:
-            raise ValueError(f"prompts_per_step={cfg.prompts_per_step} must be a multiple of the {self.d.world} ranks")
+        if cfg.rollout.prompts_per_step % self.d.world:
+            raise ValueError(f"prompts_per_step={cfg.rollout.prompts_per_step} must be a multiple of the {self.d.world} ranks")
         torch.manual_seed(cfg.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(cfg.model)
-        self.encoder = PromptEncoder(self.tokenizer, cfg.apply_chat_template)
-        self.examples = load_examples(cfg.dataset, cfg.prompt_column, cfg.reference_column)
-        self.eval_examples = (load_examples(cfg.eval_dataset, cfg.prompt_column, cfg.reference_column)[: cfg.eval_prompts]
-                              if cfg.eval_dataset else [])
+        self.encoder = PromptEncoder(self.tokenizer, cfg.data.apply_chat_template)
+        self.examples = load_examples(cfg.data.dataset, cfg.data.prompt_column, cfg.data.reference_column)
+        self.eval_examples = (load_examples(cfg.eval.dataset, cfg.data.prompt_column, cfg.data.reference_column)[: cfg.eval.prompts]
+                              if cfg.eval.dataset else [])
         self.encoder.check([e.prompt for e in self.examples + self.eval_examples])  # before any model loads
         self.device = self._device()
         model = load_causal_lm(cfg.model, self.device)  # float32 master weights, whatever the checkpoint's dtype
         self.stop_ids = stop_token_ids(self.tokenizer, model.generation_config)
-        if cfg.disable_dropout:
+        if cfg.optim.disable_dropout:
             disable_dropout(model)
-        if cfg.gradient_checkpointing:
+        if cfg.optim.gradient_checkpointing:
             enable_gradient_checkpointing(model)
-        if cfg.packing:  # sdpa for rollouts and padded rows; per-sequence attention for packed rows
+        if cfg.optim.packing:  # sdpa for rollouts and padded rows; per-sequence attention for packed rows
             enable_packed_attention(model)
         # the asynchronous pipeline samples from a copy of its own (plain, unsharded: no collectives
         # on the sampling thread; without adapters: LoRA's are merged into what it is given), given
         # the policy's weights before each update
         self._sampler = (copy.deepcopy(model).eval().requires_grad_(False)
-                         if cfg.async_steps and cfg.engine == "hf" else None)
-        if cfg.lora is not None:  # adapters on the frozen model (botgrpo.trainer.lora)
-            model = lora.apply_lora(model, cfg.lora)
+                         if cfg.rollout.async_steps and cfg.rollout.engine == "hf" else None)
+        if cfg.optim.lora is not None:  # adapters on the frozen model (botgrpo.trainer.lora)
+            model = lora.apply_lora(model, cfg.optim.lora)
         self.ref = None
         if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
-            self.ref = lora.AdapterDisabled(model) if cfg.lora is not None else self._reference()
+            self.ref = lora.AdapterDisabled(model) if cfg.optim.lora is not None else self._reference()
         self.model = wrap(model, cfg.distributed, self.d)
-        self.optimizer = torch.optim.AdamW(lora.trainable_parameters(self.model), lr=cfg.lr,
-                                           weight_decay=cfg.weight_decay)
+        self.optimizer = torch.optim.AdamW(lora.trainable_parameters(self.model), lr=cfg.optim.lr,
+                                           weight_decay=cfg.optim.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _schedule(cfg))
         self.sharded = self.d.enabled and cfg.distributed == "fsdp"
         self.order = PromptOrder(len(self.examples), cfg.seed)
@@ -108,14 +108,14 @@ class Trainer:
         self._pending: Optional[Rollouts] = None   # the next step's rollouts (async pipeline)
         self._restored: Optional[dict] = None
         self._stack = ExitStack()
-        self._background = ThreadPoolExecutor(1, thread_name_prefix="rollouts") if cfg.async_steps else None
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="rollouts") if cfg.rollout.async_steps else None
         if reward_source is None:
-            if not cfg.reward_url:
-                raise ValueError("no reward server: set reward_url, or run the server in this process with "
+            if not cfg.reward.url:
+                raise ValueError("no reward server: set reward.url, or run the server in this process with "
                                  "botgrpo.embedded.reward_server_for(cfg) (what `botgrpo train` does)")
-            reward_source = RewardSource(cfg.reward_url, cfg.task, cfg.task_options, cfg.reward_api_key)
+            reward_source = RewardSource(cfg.reward.url, cfg.reward.task, cfg.reward.options, cfg.reward.api_key)
         self.rewards = reward_source
-        if cfg.resume:
+        if cfg.checkpoint.resume:
             self._resume()
         elif self.d.main:  # a new run in an old directory starts new records
             for name in ("metrics.jsonl", "evals.jsonl"):
@@ -126,13 +126,13 @@ class Trainer:
         if self._restored is not None:  # the checkpoint's next batch, scored again
             self._pending = Rollouts.from_state(self._restored, None)
             self._pending.scores = self._submit(self._pending.batch, self._pending.indices)
-        self.log = MetricsLog(self.out, cfg.tensorboard) if self.d.main else None
+        self.log = MetricsLog(self.out, cfg.log.tensorboard) if self.d.main else None
 
     def _reference(self) -> torch.nn.Module:
         """A frozen copy of the starting policy (a full fine-tune's KL reference)."""
         ref = load_causal_lm(self.cfg.model, self.device).eval().requires_grad_(False)
         disable_dropout(ref)
-        if self.cfg.packing:
+        if self.cfg.optim.packing:
             enable_packed_attention(ref)
         return ref
 
@@ -143,15 +143,14 @@ class Trainer:
         return torch.device("cuda", self.d.local_rank)
 
     def _engine(self, synced):
-        if self.cfg.engine == "vllm":
+        if self.cfg.rollout.engine == "vllm":
             from botgrpo.trainer.rollout.vllm import VLLMEngine
-            c = self.cfg  # a LoRA checkpoint holds an adapter only: its engine starts from the base model
-            start = c.model if c.lora is not None else (self.resumed_from or c.model)
+            c, v = self.cfg, self.cfg.rollout.vllm  # a LoRA checkpoint holds an adapter only: start from the base
+            start = c.model if c.optim.lora is not None else (self.resumed_from or c.model)
             return VLLMEngine(unwrap(self.model), self.tokenizer, start, seed=c.seed,
-                              encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16, sleep=c.vllm_sleep,
-                              gpu_memory_utilization=c.vllm_gpu_memory_utilization,
-                              max_model_len=c.vllm_max_model_len,
-                              **c.vllm_kwargs)
+                              encoder=self.encoder, stop_ids=self.stop_ids, bf16=self.bf16, sleep=v.sleep,
+                              gpu_memory_utilization=v.gpu_memory_utilization, max_model_len=v.max_model_len,
+                              **v.kwargs)
         if self._sampler is not None:
             return self.hf_engine_class(self._sampler, self.tokenizer, seed=self.cfg.seed, encoder=self.encoder,
                                         stop_ids=self.stop_ids, bf16=self.bf16, source=unwrap(self.model))
@@ -164,7 +163,7 @@ class Trainer:
     def _prompts(self, index: int) -> tuple[list[int], list[int]]:
         """This rank's prompt indices for step ``index`` (0-based) and their per-prompt sampling
         seeds; steps must ask in order (the data order advances)."""
-        chosen = self.order.take(self.cfg.prompts_per_step)
+        chosen = self.order.take(self.cfg.rollout.prompts_per_step)
         mine = list(range(self.d.rank, len(chosen), self.d.world))
         seeds = [self.cfg.seed * 1_000_003 + index * 10_007 + j for j in mine]
         return [chosen[j] for j in mine], seeds
@@ -174,8 +173,8 @@ class Trainer:
 
     def _sample(self, index: int, indices: list[int], seeds: list[int], version: int) -> Rollouts:
         """Generate step ``index``'s rollouts and send them for scoring (the scores come back later)."""
-        batch = self.engine.generate([self.examples[i].prompt for i in indices], self.cfg.group_size,
-                                     self.cfg.sampling, seeds=seeds)
+        batch = self.engine.generate([self.examples[i].prompt for i in indices], self.cfg.rollout.group_size,
+                                     self.cfg.rollout.sampling, seeds=seeds)
         return Rollouts(index, indices, seeds, version, batch, self._submit(batch, indices))
 
     def _shape(self, batch: RolloutBatch, scored: ScoredBatch,
@@ -189,7 +188,7 @@ class Trainer:
         seq_rewards = torch.where(ok, scored.seq_rewards[at], math.nan)
         zone = self.cfg.overlong_zone()
         if zone:
-            penalty = overlong_penalty(batch.lengths[at], self.cfg.sampling.max_new_tokens, zone,
+            penalty = overlong_penalty(batch.lengths[at], self.cfg.rollout.sampling.max_new_tokens, zone,
                                        self.algo.overlong_penalty)
             token_rewards = torch.where(mask, token_rewards + penalty[:, None], 0.0)
             seq_rewards = seq_rewards + penalty
@@ -201,19 +200,19 @@ class Trainer:
     def _rows_layout(self, batch: RolloutBatch, rows: list[int]):
         """The update layout of some of the batch's rows (each with its own prompt)."""
         return make_layout([batch.prompt_ids[r // batch.group_size] for r in rows], batch.completion_ids[rows],
-                           batch.completion_mask[rows], 1, self.engine.pad_id, packing=self.cfg.packing,
-                           micro_batch_size=self.cfg.micro_batch_size, micro_batch_tokens=self.cfg.micro_batch_tokens)
+                           batch.completion_mask[rows], 1, self.engine.pad_id, packing=self.cfg.optim.packing,
+                           micro_batch_size=self.cfg.optim.micro_batch_size, micro_batch_tokens=self.cfg.optim.micro_batch_tokens)
 
     def _streamed_update(self, batch: RolloutBatch, pending, ref_logp: Optional[torch.Tensor]) -> dict[str, float]:
         """Group by group as the scores arrive (:mod:`botgrpo.trainer.streamed`), one optimizer step."""
         update = StreamedUpdate(self.model, self.optimizer, self.algo, rows=batch.completion_mask.shape[0],
-                                temperature=self.cfg.sampling.temperature, norm_len=self.cfg.sampling.max_new_tokens,
+                                temperature=self.cfg.rollout.sampling.temperature, norm_len=self.cfg.rollout.sampling.max_new_tokens,
                                 bf16=self.bf16)
         return run_streamed_update(update, pending, batch.group_size,
                                    shape=lambda rows: self._shape(batch, pending.partial, rows),
                                    layout_for=lambda rows: self._rows_layout(batch, rows),
                                    estimator=self.algo.estimator, estimator_options=self.algo.estimator_options,
-                                   ref_logp=ref_logp, max_grad_norm=self.cfg.max_grad_norm)
+                                   ref_logp=ref_logp, max_grad_norm=self.cfg.optim.max_grad_norm)
 
     def train_step(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -231,16 +230,16 @@ class Trainer:
         layout = None  # the streamed update lays out each part itself; a reference pass needs the batch's
         if not streamed or self.ref is not None:
             layout = make_layout(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
-                                 self.engine.pad_id, packing=self.cfg.packing,
-                                 micro_batch_size=self.cfg.micro_batch_size,
-                                 micro_batch_tokens=self.cfg.micro_batch_tokens, d=self.d)
+                                 self.engine.pad_id, packing=self.cfg.optim.packing,
+                                 micro_batch_size=self.cfg.optim.micro_batch_size,
+                                 micro_batch_tokens=self.cfg.optim.micro_batch_tokens, d=self.d)
         overlap_started = time.perf_counter()
         old_logp = ref_logp = None  # while the server scores; the update's forward exactly (layout, autocast)
-        same_forward = dict(temperature=self.cfg.sampling.temperature, micro_batch_size=self.cfg.micro_batch_size,
+        same_forward = dict(temperature=self.cfg.rollout.sampling.temperature, micro_batch_size=self.cfg.optim.micro_batch_size,
                             bf16=self.bf16)
         if self._background is not None:  # the ratio is against the policy that sampled the batch
             old_logp = batch.behaviour_logprobs
-        elif self.cfg.num_iterations > 1:
+        elif self.cfg.optim.num_iterations > 1:
             old_logp = batch_logprobs(self.model, layout, **same_forward)
         if self.ref is not None:
             ref_logp = batch_logprobs(self.ref, layout, **same_forward)
@@ -261,9 +260,9 @@ class Trainer:
             update_started, train_seconds = time.perf_counter(), 0.0
             stats = policy_update(self.model, self.optimizer,
                                   UpdateBatch.from_layout(layout, mask, advantages, old_logp, ref_logp),
-                                  self.algo, temperature=self.cfg.sampling.temperature,
-                                  micro_batch_size=self.cfg.micro_batch_size, num_iterations=self.cfg.num_iterations,
-                                  max_grad_norm=self.cfg.max_grad_norm, norm_len=self.cfg.sampling.max_new_tokens,
+                                  self.algo, temperature=self.cfg.rollout.sampling.temperature,
+                                  micro_batch_size=self.cfg.optim.micro_batch_size, num_iterations=self.cfg.optim.num_iterations,
+                                  max_grad_norm=self.cfg.optim.max_grad_norm, norm_len=self.cfg.rollout.sampling.max_new_tokens,
                                   d=self.d, bf16=self.bf16)
         self.scheduler.step()
         self.engine.sync_weights()
@@ -295,7 +294,7 @@ class Trainer:
     def evaluate(self) -> Optional[dict[str, Any]]:
         if not self.eval_examples or not (self.d.main or self.sharded):
             return None  # a sharded model needs every rank's forwards; only rank 0 scores
-        scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples, self.cfg.sampling,
+        scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples, self.cfg.rollout.sampling,
                           seed=self.cfg.seed)
         if scores is None:
             return None
@@ -357,13 +356,13 @@ class Trainer:
                 self.log.write(record)
             if on_step is not None:
                 on_step(record)
-            if cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
+            if cfg.eval.every and self.step % cfg.eval.every == 0 and self.step < cfg.steps:
                 self.evaluate()
-            if cfg.save_every and self.step % cfg.save_every == 0:
+            if cfg.checkpoint.save_every and self.step % cfg.checkpoint.save_every == 0:
                 self.save()
         self.evaluate()
         self.save(final=True)
-        if cfg.plot and self.d.main and (self.out / "metrics.jsonl").exists():
-            plot(read(self.out / "metrics.jsonl"), self.out / "curves.png", title=f"{cfg.method} on {cfg.task}",
+        if cfg.log.plot and self.d.main and (self.out / "metrics.jsonl").exists():
+            plot(read(self.out / "metrics.jsonl"), self.out / "curves.png", title=f"{cfg.algorithm.method} on {cfg.reward.task}",
                  evals=self.evals)
         return records

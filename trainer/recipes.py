@@ -92,24 +92,28 @@ class ChatArith:
         return conversation_dataset(Path(root) / "train.jsonl", train), conversation_dataset(Path(root) / "eval.jsonl", held_out)
 
     def train_config(self, output_dir: str | Path, dataset: str, eval_dataset: str, **overrides: Any):
-        """The :class:`TrainConfig` of this run (``overrides``: any further TrainConfig field)."""
-        from botgrpo.trainer.config import TrainConfig
+        """The :class:`TrainConfig` of this run (``overrides``: any further field, by its dotted name)."""
+        from botgrpo.trainer.config import TrainConfig, merge, nest
 
         settings = dict(
-            model=str(self.model), dataset=dataset, eval_dataset=eval_dataset, eval_every=self.eval_every,
-            eval_prompts=self.eval_prompts, output_dir=str(output_dir), task="math", task_options=self.task_options(),
-            method=self.method, engine=self.engine, steps=self.steps, max_seconds=self.max_seconds,
-            group_size=self.group, prompts_per_step=self.prompts_per_step,
-            sampling={"max_new_tokens": self.max_new_tokens, "temperature": self.temperature}, lr=self.lr,
-            bf16=self.bf16, micro_batch_size=self.micro_batch_size or self.group * self.prompts_per_step,
-            gradient_checkpointing=self.gradient_checkpointing, seed=self.seed, save_every=self.save_every,
-            resume=self.resume, vllm_max_model_len=512, vllm_gpu_memory_utilization=self.vllm_memory,
-            vllm_sleep=self.vllm_sleep, vllm_kwargs=dict(self.vllm_kwargs), tensorboard=False, plot=False,
-            progress=False)
-        if self.lora_r is not None:
-            settings["lora"] = {"r": self.lora_r, **({} if self.lora_alpha is None else {"alpha": self.lora_alpha})}
-        settings.update(overrides)
-        return TrainConfig(**settings)
+            model=str(self.model), output_dir=str(output_dir), steps=self.steps, max_seconds=self.max_seconds,
+            seed=self.seed,
+            data={"dataset": dataset},
+            algorithm={"method": self.method},
+            rollout={"engine": self.engine, "group_size": self.group, "prompts_per_step": self.prompts_per_step,
+                     "sampling": {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature},
+                     "vllm": {"max_model_len": 512, "gpu_memory_utilization": self.vllm_memory,
+                              "sleep": self.vllm_sleep, "kwargs": dict(self.vllm_kwargs)}},
+            reward={"task": "math", "options": self.task_options()},
+            optim={"lr": self.lr, "bf16": self.bf16,
+                   "micro_batch_size": self.micro_batch_size or self.group * self.prompts_per_step,
+                   "gradient_checkpointing": self.gradient_checkpointing,
+                   **({} if self.lora_r is None else
+                      {"lora": {"r": self.lora_r, **({} if self.lora_alpha is None else {"alpha": self.lora_alpha})}})},
+            eval={"dataset": eval_dataset, "every": self.eval_every, "prompts": self.eval_prompts},
+            checkpoint={"save_every": self.save_every, "resume": self.resume},
+            log={"tensorboard": False, "plot": False, "progress": False})
+        return TrainConfig.model_validate(merge(settings, nest(overrides)))
 
     def describe(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}

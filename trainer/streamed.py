@@ -44,11 +44,11 @@ MAX_PARTS = 8
 
 def streamable(cfg, algo, world: int, pending: Any) -> Optional[str]:
     """``None`` when this step's update can be group-streamed exactly, else why it cannot."""
-    if not cfg.streamed_update:
+    if not cfg.optim.streamed_update:
         return "streamed_update is off"
-    if cfg.async_steps:
+    if cfg.rollout.async_steps:
         return "async_steps: the batch was scored during the previous step"
-    if cfg.num_iterations != 1:
+    if cfg.optim.num_iterations != 1:
         return "num_iterations > 1: every pass needs the whole batch"
     if world > 1:
         return "more than one rank: DDP needs as many backwards on every rank"

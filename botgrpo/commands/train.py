@@ -1,7 +1,7 @@
 """``botgrpo train --config FILE.yaml [flags]``: train a policy with BoT-GRPO or a baseline.
 
 Flags override the file; ``--set key=value`` (YAML value, dotted keys for nested fields such as
-``sampling.max_new_tokens``) reaches every field of :class:`botgrpo.trainer.config.TrainConfig`.
+``rollout.sampling.max_new_tokens``) reaches every field of :class:`botgrpo.trainer.config.TrainConfig`.
 Under ``torchrun --nproc_per_node N`` it trains data-parallel (DDP or FSDP).
 """
 from __future__ import annotations
@@ -14,53 +14,53 @@ from typing import Any
 
 import yaml
 
-FLAGS = {  # flag -> config field, for the most used fields
-    "model": str, "dataset": str, "eval_dataset": str, "output_dir": str, "task": str, "reward_url": str,
-    "method": str, "estimator": str, "policy_loss": str, "aggregation": str, "steps": int, "lr": float,
-    "group_size": int, "prompts_per_step": int, "seed": int, "kl_coef": float, "num_iterations": int,
-    "max_seconds": float,
+FLAGS: dict[str, tuple[str, type]] = {  # flag -> (config field, dotted; type), for the most used fields
+    "model": ("model", str), "dataset": ("data.dataset", str), "eval_dataset": ("eval.dataset", str),
+    "output_dir": ("output_dir", str), "task": ("reward.task", str), "reward_url": ("reward.url", str),
+    "method": ("algorithm.method", str), "estimator": ("algorithm.estimator", str),
+    "policy_loss": ("algorithm.policy_loss", str), "aggregation": ("algorithm.aggregation", str),
+    "kl_coef": ("algorithm.kl_coef", float), "steps": ("steps", int), "lr": ("optim.lr", float),
+    "group_size": ("rollout.group_size", int), "prompts_per_step": ("rollout.prompts_per_step", int),
+    "seed": ("seed", int), "num_iterations": ("optim.num_iterations", int), "max_seconds": ("max_seconds", float),
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="YAML file of TrainConfig fields")
-    for name, kind in FLAGS.items():
-        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    parser.add_argument("--config", help="YAML file of TrainConfig fields (docs/configuration.md)")
+    for name, (field, kind) in FLAGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=f"sets {field}")
     parser.add_argument("--resume", action="store_true", default=None, help="continue from the latest checkpoint")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any field, e.g. sampling.top_p=0.9")
-
-
-def _nested(values: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    for key in parents:
-        values = values.setdefault(key, {})
-    values[leaf] = value
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="any field by its dotted name, e.g. rollout.sampling.top_p=0.9")
 
 
 def build_config(args: argparse.Namespace):
     from botgrpo.services.settings import SettingsError, read_yaml
-    from botgrpo.trainer.config import TrainConfig
+    from botgrpo.trainer.config import TrainConfig, merge, nest
 
     values: dict[str, Any] = read_yaml(args.config) if args.config else {}
-    values.update({k: getattr(args, k) for k in FLAGS if getattr(args, k) is not None})
-    if "reward_api_key" not in values and os.environ.get("BOTGRPO_REWARD_API_KEY"):  # keeps secrets off the command line
-        values["reward_api_key"] = os.environ["BOTGRPO_REWARD_API_KEY"]
+    dotted: dict[str, Any] = {field: getattr(args, name) for name, (field, _) in FLAGS.items()
+                              if getattr(args, name) is not None}
     if args.resume:
-        values["resume"] = True
+        dotted["checkpoint.resume"] = True
     for pair in args.set:
         key, sep, raw = pair.partition("=")
         if not sep:
             raise SettingsError(f"--set expects KEY=VALUE, got {pair!r}")
-        _nested(values, key, yaml.safe_load(raw))
+        dotted[key] = yaml.safe_load(raw)
     try:
+        values = merge(values, nest(dotted))
+        reward = values.get("reward")
+        if os.environ.get("BOTGRPO_REWARD_API_KEY") and not (isinstance(reward, dict) and reward.get("api_key")):
+            values = merge(values, {"reward": {"api_key": os.environ["BOTGRPO_REWARD_API_KEY"]}})  # off the command line
         return TrainConfig.model_validate(values)
-    except Exception as exc:  # pydantic's message names every bad field
+    except ValueError as exc:  # pydantic's message names every bad field
         raise SettingsError(f"invalid training config: {exc}") from None
 
 
 def describe(cfg) -> str:
-    algo = cfg.algorithm()
-    return (f"method {cfg.method}: estimator={algo.estimator} {algo.estimator_options or ''} "
+    algo = cfg.algorithm.settings()
+    return (f"method {cfg.algorithm.method}: estimator={algo.estimator} {algo.estimator_options or ''} "
             f"policy_loss={algo.policy_loss} clip=({algo.eps_low}, {algo.eps_high}) aggregation={algo.aggregation} "
             f"kl={algo.kl_coef} ({algo.kl_estimator}) dynamic_sampling={algo.dynamic_sampling} "
             f"overlong_buffer={cfg.overlong_zone()} tokens")
@@ -72,8 +72,7 @@ def check_paths(cfg) -> None:
 
     if not (Path(cfg.model) / "config.json").exists():
         raise SettingsError(f"model {cfg.model!r} is not a local Hugging Face model directory (no config.json)")
-    for field in ("dataset", "eval_dataset"):
-        path = getattr(cfg, field)
+    for field, path in (("data.dataset", cfg.data.dataset), ("eval.dataset", cfg.eval.dataset)):
         if path is not None and not Path(path).exists():
             raise SettingsError(f"{field} {path!r} does not exist")
 
@@ -98,9 +97,9 @@ def _train(trainer, cfg, console) -> int:
         out = Path(cfg.output_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(cfg.model_dump_json(indent=2))
-        (out / "algorithm.json").write_text(json.dumps(cfg.algorithm().model_dump(), indent=2))
+        (out / "algorithm.json").write_text(json.dumps(cfg.algorithm.settings().model_dump(), indent=2))
     try:
-        with progress_callback(cfg.steps, enabled=cfg.progress and trainer.d.main) as on_step:
+        with progress_callback(cfg.steps, enabled=cfg.log.progress and trainer.d.main) as on_step:
             trainer.train(on_step)
     finally:
         trainer.close()

@@ -1,9 +1,8 @@
 """The ``botgrpo train`` config keys the instrument itself sets or reads: the one place they are named.
 
 Everything else in a cell's config is the protocol's data (the shared base and the arm's
-overrides, passed through untouched). When the trainer's config changes shape (issue 35 nests it
-into sections: ``eval_every`` -> ``eval.every``, ``progress`` -> ``log.progress``, ``resume`` ->
-``checkpoint.resume``), only the right-hand side below changes. Dotted names are nested keys.
+overrides, passed through untouched). When the trainer's config changes shape, only the
+right-hand side below changes. Dotted names are nested keys.
 """
 from __future__ import annotations
 
@@ -12,18 +11,18 @@ TRAINER_KEYS = {
     # set for every cell from the protocol (never by the base or an arm)
     "seed": "seed",
     "steps": "steps",
-    "eval_every": "eval_every",
-    "eval_prompts": "eval_prompts",
+    "eval_every": "eval.every",
+    "eval_prompts": "eval.prompts",
     # set for every cell by the instrument
     "output_dir": "output_dir",
-    "progress": "progress",          # off: the instrument reports progress itself
-    "resume": "resume",              # on when the cell's directory holds a checkpoint
-    "save_every": "save_every",      # only with `botgrpo compare --save-every N`
+    "progress": "log.progress",          # off: the instrument reports progress itself
+    "resume": "checkpoint.resume",              # on when the cell's directory holds a checkpoint
+    "save_every": "checkpoint.save_every",      # only with `botgrpo compare --save-every N`
     # the held-out set: from the protocol's evaluation.dataset, else the base's (never an arm's)
-    "eval_dataset": "eval_dataset",
+    "eval_dataset": "eval.dataset",
     # read: the shared start's files, fingerprinted in the lock
     "model": "model",
-    "dataset": "dataset",
+    "dataset": "data.dataset",
 }
 
 SET_BY_COMPARE = ("seed", "steps", "eval_every", "eval_prompts", "output_dir", "progress", "resume", "save_every")
