@@ -104,3 +104,25 @@ def test_algorithm_json_records_the_sampling_behaviour(setup, tmp_path):
     assert saved["dynamic_sampling"] is True and saved["overlong_buffer"] == 0.25
     json.dumps(saved)
     assert "dynamic_sampling=True" in describe(cfg)
+
+
+def test_a_flat_key_of_the_old_layout_is_refused_with_its_new_place():
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match=r"`kl_coef` is now `algorithm.kl_coef`.*`vllm_sleep` is now `rollout.vllm.sleep`"):
+        config(kl_coef=0.1, vllm_sleep=False)
+    with pytest.raises(ValidationError, match="`eval_every` is now `eval.every`"):
+        config(eval_every=5)
+    with pytest.raises(ValidationError, match=r"unknown algorithm field\(s\) \['lr'\]"):
+        config(algorithm={"method": "grpo", "lr": 1e-3})
+
+
+def test_sections_nest_merge_and_write_back_as_read():
+    from botgrpo.trainer.config import TrainConfig, merge, nest
+    assert nest({"optim.lr": 1e-4, "rollout.vllm.sleep": False, "steps": 3}) == \
+        {"optim": {"lr": 1e-4}, "rollout": {"vllm": {"sleep": False}}, "steps": 3}
+    assert merge({"optim": {"lr": 1.0, "packing": True}}, {"optim": {"lr": 2.0}}) == {"optim": {"lr": 2.0, "packing": True}}
+    cfg = config(algorithm={"method": "pure", "estimator": "grpo"}, optim={"lr": 3e-4})
+    dumped = cfg.model_dump()
+    assert dumped["algorithm"] == {"method": "pure", "estimator": "grpo"}  # flat, as written
+    assert TrainConfig.model_validate(dumped) == cfg  # what a run saves in config.json reads back the same
+    assert TrainConfig.model_validate_json(cfg.model_dump_json()).algorithm.settings() == cfg.algorithm.settings()
