@@ -10,7 +10,8 @@ Layers, bottom to top (a module imports its own layer and those below, never abo
     botgrpo (top)           the CLI, its commands, the demo, the embedded server: composition
 
 Every module may read ``botgrpo.__version__`` (the namespace root). The graph counts every
-import, at module level or inside a function, and it must have no cycle.
+import, at module level or inside a function, relative ones resolved (and refused: one import
+style), but not those under ``if TYPE_CHECKING:``; it must have no cycle.
 """
 from __future__ import annotations
 
@@ -47,15 +48,29 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports(path: Path, names: set[str]) -> set[str]:
-    """The project modules ``path`` imports (``from a import b`` counts ``a.b`` when it is one)."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+def absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a ``from`` import names, a relative one resolved against ``module``."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(path: Path, names: set[str], module: str = "") -> set[str]:
+    """The project modules ``path`` (the module ``module``) imports, relative imports resolved
+    (``from a import b`` counts ``a.b`` when it is one)."""
+    out, tree = set(), ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                   for stmt in block.body for n in ast.walk(stmt)}  # annotations only: never run
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in names else node.module
-                       for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            source = absolute(node, module, path.name == "__init__.py")
+            targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in names else source for a in node.names]
         else:
             continue
         out |= {t for t in targets if t.split(".")[0] in {"botgrpo", "benchmarks", "tests"}}
@@ -67,7 +82,14 @@ def layer(module: str) -> str:
     return ".".join(parts[:2]) if ".".join(parts[:2]) in BELOW else "botgrpo"
 
 
-GRAPH = {name: imports(path, set(modules())) for name, path in modules().items()}
+GRAPH = {name: imports(path, set(modules()), name) for name, path in modules().items()}
+
+
+def test_one_import_style_absolute():
+    relative = sorted(f"{name}:{node.lineno}" for name, path in modules().items()
+                      for node in ast.walk(ast.parse(path.read_text()))
+                      if isinstance(node, ast.ImportFrom) and node.level > 0)
+    assert relative == [], "write `from botgrpo.x import y`, not a relative import"
 
 
 def test_imports_flow_down_the_layers():

@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping
 
 from botgrpo.reward_server.scorers.base import SpanScore
 
-from .steps import Step
+from botgrpo.reward_server.math.steps import Step
 
 BLAME = -1.0
 

@@ -17,11 +17,11 @@ import logging
 import re
 from dataclasses import dataclass
 
-from .extract import math_spans
-from .guard import guard_reason
-from .normalize import normalize_answer
-from .numbers import read_number
-from .statements import context_reason, negation_reason, statement_reason, understood_relations
+from botgrpo.reward_server.math.extract import math_spans
+from botgrpo.reward_server.math.guard import guard_reason
+from botgrpo.reward_server.math.normalize import normalize_answer
+from botgrpo.reward_server.math.numbers import read_number
+from botgrpo.reward_server.math.statements import context_reason, negation_reason, statement_reason, understood_relations
 
 # a reference written as LaTeX text (delimiters or a box) is parsed as written, like the library's gold
 _MATH_DOLLAR = re.compile(r"(?<!\\)\$")  # a math delimiter, not the currency sign \$

@@ -61,7 +61,7 @@ import bisect
 import math
 import re
 
-from .arith import UnevaluableError, evaluate
+from botgrpo.reward_server.math.arith import UnevaluableError, evaluate
 
 MAX_CHARS = 1000
 MAX_DEPTH = 16

@@ -30,7 +30,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from .guard import GREEK
+from botgrpo.reward_server.math.guard import GREEK
 
 _LOGIC = re.compile(
     r"\\(?:lor|land|vee|wedge|bigvee|bigwedge|neg|lnot|implies|impliedby|iff|to|gets|rightarrow|Rightarrow|"
@@ -120,7 +120,7 @@ def reference_parts(reference: str) -> int:
     """How many answers the reference asks for: its top-level ``,``/``;`` parts (the elements
     of an outer ``\\{...\\}`` set count; a reference that boxes its answer counts its boxes'
     contents), 1 for a single value."""
-    from .extract import balanced_boxes
+    from botgrpo.reward_server.math.extract import balanced_boxes
 
     boxes = balanced_boxes(reference) if "\\boxed" in reference or "\\fbox" in reference else []
     if boxes:  # a reference written as a solution: its boxes hold the answer
@@ -171,7 +171,7 @@ def context_reason(completion: str, start: int, end: int) -> str | None:
 def _true_chain_ending_at(completion: str, line_start: int, line_end: int, end: int) -> int | None:
     """Start of the arithmetic chain that ends at ``end`` when :mod:`.steps` checks it true
     (``13 + 5 = 18``), else ``None``: its last side is then a value the chain computed."""
-    from .steps import find_steps
+    from botgrpo.reward_server.math.steps import find_steps
 
     line = completion[line_start: len(completion) if line_end < 0 else line_end]
     for step in find_steps(line):

@@ -36,7 +36,7 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .arith import UnevaluableError, evaluate, has_operator
+from botgrpo.reward_server.math.arith import UnevaluableError, evaluate, has_operator
 
 MAX_LINES = 300
 MAX_STEPS = 200

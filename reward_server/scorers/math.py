@@ -47,7 +47,7 @@ from botgrpo.reward_server.math.statements import reading_reason, reference_part
 from botgrpo.reward_server.math.steps import Step, find_steps
 from botgrpo.sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
 
-from .base import Rollout, ScoreResult
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
 from botgrpo.reward_server.references import MathReference
 
 

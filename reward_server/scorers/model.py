@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from botgrpo.services.recipe import RecipeOptions
 
-from .base import Rollout, ScoreResult, SpanScore
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult, SpanScore
 
 
 class ModelOptions(RecipeOptions):

@@ -41,7 +41,7 @@ from botgrpo.reward_server.references import ReactReference
 from botgrpo.sandbox import isolation as iso
 from botgrpo.sandbox.node_pool import CompileResult, IsolationConfig, NodePool
 
-from .base import Rollout, ScoreResult, SpanScore
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult, SpanScore
 
 PASS, FAIL = 1.0, -1.0
 # The retired token schemes as presets of the recipe's options (fields a request sets win).

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 
-from .base import WorkItem
+from botgrpo.services.queue.base import WorkItem
 
 
 def take_size(max_items: int, clients_waiting: int, seconds_per_item: float | None, chunk_s: float) -> int:

@@ -25,9 +25,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from .base import Handler, Outcome, OutcomeCollector, WorkItem, check_admission
-from .fair import FairBacklog
-from .scoring import score_items
+from botgrpo.services.queue.base import Handler, Outcome, OutcomeCollector, WorkItem, check_admission
+from botgrpo.services.queue.fair import FairBacklog
+from botgrpo.services.queue.scoring import score_items
 
 log = logging.getLogger(__name__)
 

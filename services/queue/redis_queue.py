@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 
-from .backoff import Backoff
-from .base import Outcome, OutcomeCollector, QueueFull, WorkItem, reject_oversized
-from .redis_streams import (
+from botgrpo.services.queue.backoff import Backoff
+from botgrpo.services.queue.base import Outcome, OutcomeCollector, QueueFull, WorkItem, reject_oversized
+from botgrpo.services.queue.redis_streams import (
     DEFAULT_GROUP,
     DEFAULT_STREAM,
     RESULTS_PREFIX,

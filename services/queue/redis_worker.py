@@ -40,9 +40,9 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from .backoff import Backoff, sleep_unless_stopped
-from .base import Handler, Outcome, WorkItem
-from .redis_streams import (
+from botgrpo.services.queue.backoff import Backoff, sleep_unless_stopped
+from botgrpo.services.queue.base import Handler, Outcome, WorkItem
+from botgrpo.services.queue.redis_streams import (
     DEFAULT_DEAD_STREAM,
     DEFAULT_GROUP,
     DEFAULT_STREAM,
@@ -59,7 +59,7 @@ from .redis_streams import (
     is_missing_group,
     result_key,
 )
-from .scoring import score_items
+from botgrpo.services.queue.scoring import score_items
 
 log = logging.getLogger(__name__)
 

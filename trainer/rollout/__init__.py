@@ -1,4 +1,4 @@
 """Rollout engines behind one interface (:class:`~trainer.rollout.base.Engine`)."""
-from .base import Engine, RolloutBatch, SamplingParams
+from botgrpo.trainer.rollout.base import Engine, RolloutBatch, SamplingParams
 
 __all__ = ["Engine", "RolloutBatch", "SamplingParams"]

@@ -30,11 +30,11 @@ from typing import Optional, Sequence
 
 import torch
 
-from ..lora import base_model, export_weights
-from ..precision import autocast
-from .alignment import token_spans
-from .base import RolloutBatch, SamplingParams
-from .prompts import PromptEncoder, stop_token_ids
+from botgrpo.trainer.lora import base_model, export_weights
+from botgrpo.trainer.precision import autocast
+from botgrpo.trainer.rollout.alignment import token_spans
+from botgrpo.trainer.rollout.base import RolloutBatch, SamplingParams
+from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids
 
 
 def _sample(logits: torch.Tensor, sampling: SamplingParams, uniforms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -55,10 +55,10 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from ..lora import export_weights
-from .alignment import token_spans
-from .base import RolloutBatch, SamplingParams
-from .prompts import PromptEncoder, stop_token_ids
+from botgrpo.trainer.lora import export_weights
+from botgrpo.trainer.rollout.alignment import token_spans
+from botgrpo.trainer.rollout.base import RolloutBatch, SamplingParams
+from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids
 
 _MASK62 = (1 << 62) - 1
 

@@ -10,6 +10,6 @@ Each task module (:mod:`.react`, :mod:`.arith`) offers the same API:
 The format is chat-free (see :mod:`.base`): ``Task.prompt`` is the policy's input verbatim
 (an instruction line ending in ``"\\n"``) and the policy continues with the completion.
 """
-from .base import PROMPT_END, Task, format_prompt, write_jsonl
+from botgrpo.trainer.tasks.base import PROMPT_END, Task, format_prompt, write_jsonl
 
 __all__ = ["PROMPT_END", "Task", "format_prompt", "write_jsonl"]

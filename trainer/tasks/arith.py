@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .base import Task, format_prompt, write_jsonl
+from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
 
 OPERATORS = ("+", "-", "*")
 

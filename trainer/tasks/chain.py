@@ -44,7 +44,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .base import Task, format_prompt, write_jsonl
+from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
 
 MAX_DIGIT = 5
 KEEP_LOW, KEEP_HIGH = 10, 20   # a correct chain stays here; one mistake moves it by at most 2 * MAX_DIGIT

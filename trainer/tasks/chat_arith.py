@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from .base import Task, format_prompt, write_jsonl
+from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
 
 OPERATORS = ("+", "-", "*")
 SUFFIX = "Put the final answer in \\boxed{}."

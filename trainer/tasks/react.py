@@ -18,10 +18,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .base import Task, format_prompt, write_jsonl
-from . import react_blocks
-from .react_corruptions import CORRUPTIONS, FENCE, SFT_MIX, corrupt
-from .react_templates import TEMPLATES, Component
+from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
+from botgrpo.trainer.tasks import react_blocks
+from botgrpo.trainer.tasks.react_corruptions import CORRUPTIONS, FENCE, SFT_MIX, corrupt
+from botgrpo.trainer.tasks.react_templates import TEMPLATES, Component
 
 COMPONENT_NAMES = [
     "TodoList", "Counter", "LoginForm", "SearchBar", "UserCard", "NavBar", "Footer", "Header", "Sidebar",

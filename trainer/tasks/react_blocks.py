@@ -38,7 +38,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .react_templates import CLASS_NAMES, NOUNS, PATHS, Component
+from botgrpo.trainer.tasks.react_templates import CLASS_NAMES, NOUNS, PATHS, Component
 
 
 @dataclass(frozen=True)

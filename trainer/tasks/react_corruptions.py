@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal
 
 if TYPE_CHECKING:
-    from .react import ReactExample
+    from botgrpo.trainer.tasks.react import ReactExample
 
 FENCE = "```"
 GENERIC_NAMES = ["App", "MyComponent", "Component", "Main", "Widget"]
