@@ -108,7 +108,7 @@ def hf_engine_steps(args, device: str) -> tuple[list[dict], int]:
         t1 = time.perf_counter()
         mask = torch.arange(ids.shape[1])[None, :] < lengths[:, None]
         inputs = pack(prompts, ids, mask, args.group, tokenizer.pad_token_id)
-        policy_update(model, optimizer, UpdateBatch(*inputs, mask, torch.randn(mask.shape) * mask), AlgorithmSettings(),
+        policy_update(model, optimizer, UpdateBatch(inputs, mask, torch.randn(mask.shape) * mask), AlgorithmSettings(),
                       temperature=1.0, micro_batch_size=16, num_iterations=1, max_grad_norm=1.0,
                       norm_len=args.new_tokens, d=Dist(), bf16=args.bf16)
         sync(device)
@@ -176,7 +176,7 @@ def vllm_engine_steps(args, device: str, work: Path) -> dict:
         logprob_gap = float((old[m] - batch.behaviour_logprobs[m]).abs().mean())
         sync(device)
         t1 = time.perf_counter()
-        stats = policy_update(policy, optimizer, UpdateBatch(*inputs, m, torch.randn(m.shape) * m, old_logp=old),
+        stats = policy_update(policy, optimizer, UpdateBatch(inputs, m, torch.randn(m.shape) * m, old_logp=old),
                               AlgorithmSettings(), temperature=1.0, micro_batch_size=16, num_iterations=1,
                               max_grad_norm=1.0, norm_len=args.new_tokens, d=Dist(), bf16=args.bf16)
         engine.sync_weights()

@@ -451,7 +451,7 @@ def throughput(args) -> None:
     model.train()
     load_before = _load()
     started = time.perf_counter()
-    stats = policy_update(model, optimizer, UpdateBatch(*inputs, mask, advantages), AlgorithmSettings(),
+    stats = policy_update(model, optimizer, UpdateBatch(inputs, mask, advantages), AlgorithmSettings(),
                           temperature=1.0, micro_batch_size=args.micro_batch, num_iterations=1, max_grad_norm=1.0,
                           norm_len=T, d=Dist(), bf16=False)
     seconds = time.perf_counter() - started

@@ -1,8 +1,7 @@
 """The ``botgrpo`` console entry point: one subcommand per job, looked up in a registry.
 
 Each subcommand is a module under :mod:`botgrpo.commands` exposing ``add_arguments(parser)``
-and ``run(args) -> int``; commands that later work will provide are registered as
-:class:`NotYetAvailable` so that ``--help`` shows the whole surface and running them says so.
+and ``run(args) -> int``, imported only when that command runs.
 """
 from __future__ import annotations
 
@@ -16,17 +15,12 @@ from typing import Optional, Sequence
 @dataclass(frozen=True)
 class Command:
     help: str
-    module: Optional[str] = None   # botgrpo.commands.<module>, imported only when run
-    pending: Optional[str] = None  # what is missing, for commands not available yet
+    module: str   # botgrpo.commands.<module>
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        if self.module:
-            self._load().add_arguments(parser)
+        self._load().add_arguments(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        if self.pending:
-            print(f"botgrpo {args.command}: not yet available ({self.pending}).", file=sys.stderr)
-            return 2
         return self._load().run(args)
 
     def _load(self):

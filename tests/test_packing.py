@@ -129,8 +129,7 @@ class _Recording(torch.optim.SGD):
 def _update(model, layout, mask, adv, old, ref, algo, optimizer="sgd", num_iterations=2):
     from botgrpo.trainer.update import UpdateBatch, policy_update
     opt = _Recording(model.parameters(), lr=0.1) if optimizer == "sgd" else torch.optim.AdamW(model.parameters(), lr=1e-3)
-    batch = UpdateBatch(*layout, mask, adv, old, ref) if isinstance(layout, tuple) else \
-        UpdateBatch.from_layout(layout, mask, adv, old, ref)
+    batch = UpdateBatch(layout, mask, adv, old, ref)
     stats = policy_update(model, opt, batch, algo, temperature=0.8, micro_batch_size=3,
                           num_iterations=num_iterations, max_grad_norm=1.0, norm_len=12, d=Dist())
     return stats, {n: p.detach().clone() for n, p in model.named_parameters()}, getattr(opt, "first", None)

@@ -52,13 +52,6 @@ def test_presets_are_valid_and_distinct():
         preset("ppo")
 
 
-def test_pending_commands_say_so(capsys):
-    import argparse
-    from botgrpo.cli import Command
-    assert Command("later", pending="tracked elsewhere").run(argparse.Namespace(command="later")) == 2
-    assert "not yet available (tracked elsewhere)" in capsys.readouterr().err
-
-
 def test_every_command_has_help():
     for name, command in COMMANDS.items():
         assert command.module and command.help

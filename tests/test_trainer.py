@@ -141,10 +141,10 @@ def test_no_update_when_every_group_is_filtered_out(setup):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     kwargs = dict(temperature=1.0, micro_batch_size=8, num_iterations=1, max_grad_norm=1.0, norm_len=8, d=Dist())
     adv = torch.randn(batch.completion_mask.shape)
-    policy_update(model, optimizer, UpdateBatch(*inputs, batch.completion_mask, adv), AlgorithmSettings(), **kwargs)
+    policy_update(model, optimizer, UpdateBatch(inputs, batch.completion_mask, adv), AlgorithmSettings(), **kwargs)
     before = [p.detach().clone() for p in model.parameters()]
     none = torch.zeros_like(batch.completion_mask)
-    stats = policy_update(model, optimizer, UpdateBatch(*inputs, none, adv), AlgorithmSettings(), **kwargs)
+    stats = policy_update(model, optimizer, UpdateBatch(inputs, none, adv), AlgorithmSettings(), **kwargs)
     assert stats["skipped"] == 1.0
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 

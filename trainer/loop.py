@@ -17,7 +17,6 @@ import json
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Optional
 
@@ -107,7 +106,6 @@ class Trainer:
         self.step, self.evals, self.resumed_from = 0, [], None
         self._pending: Optional[Rollouts] = None   # the next step's rollouts (async pipeline)
         self._restored: Optional[dict] = None
-        self._stack = ExitStack()
         self._background = ThreadPoolExecutor(1, thread_name_prefix="rollouts") if cfg.rollout.async_steps else None
         if reward_source is None:
             if not cfg.reward.url:
@@ -259,7 +257,7 @@ class Trainer:
                                             **self.algo.estimator_options)
             update_started, train_seconds = time.perf_counter(), 0.0
             stats = policy_update(self.model, self.optimizer,
-                                  UpdateBatch.from_layout(layout, mask, advantages, old_logp, ref_logp),
+                                  UpdateBatch(layout, mask, advantages, old_logp, ref_logp),
                                   self.algo, temperature=self.cfg.rollout.sampling.temperature,
                                   micro_batch_size=self.cfg.optim.micro_batch_size, num_iterations=self.cfg.optim.num_iterations,
                                   max_grad_norm=self.cfg.optim.max_grad_norm, norm_len=self.cfg.rollout.sampling.max_new_tokens,
@@ -342,7 +340,6 @@ class Trainer:
         self.rewards.close()
         if self.log is not None:
             self.log.close()
-        self._stack.close()
 
     def train(self, on_step=None) -> list[dict[str, Any]]:
         """Run to ``steps`` (or ``max_seconds``); ``on_step(record)`` after each step."""

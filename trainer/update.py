@@ -30,28 +30,18 @@ from botgrpo.trainer.precision import autocast
 
 @dataclass
 class UpdateBatch:
-    """A scored batch for the update: the padded tensors of :func:`botgrpo.trainer.policy.pack` (positional,
-    as before), or any layout (:meth:`from_layout`, e.g. packed)."""
+    """A scored batch for the update: its layout (a packed or padded layout, or the padded tensors
+    of :func:`botgrpo.trainer.policy.pack`, split into micro-batches when the update runs) and,
+    per completion token, what the loss needs."""
 
-    input_ids: Optional[torch.Tensor]      # (B, W + T)
-    attention: Optional[torch.Tensor]
-    positions: Optional[torch.Tensor]
-    prompt_width: int
+    layout: Any                  # a layout, or pack()'s (input_ids, attention, positions, prompt_width)
     mask: torch.Tensor           # (B, T) completion tokens taking part in the loss
     advantages: torch.Tensor     # (B, T)
     old_logp: Optional[torch.Tensor] = None   # (B, T): num_iterations > 1, or the behaviour policy's (async)
     ref_logp: Optional[torch.Tensor] = None   # (B, T) when kl_coef > 0
-    layout: Any = None
-
-    @classmethod
-    def from_layout(cls, layout, mask: torch.Tensor, advantages: torch.Tensor, old_logp: Optional[torch.Tensor] = None,
-                    ref_logp: Optional[torch.Tensor] = None) -> "UpdateBatch":
-        return cls(None, None, None, 0, mask, advantages, old_logp, ref_logp, layout=layout)
 
     def layout_for(self, micro_batch_size: int):
-        if self.layout is not None:
-            return self.layout
-        return PaddedLayout((self.input_ids, self.attention, self.positions, self.prompt_width), micro_batch_size)
+        return _layout(self.layout, micro_batch_size)
 
 
 def _layout(inputs, micro_batch_size: int):
@@ -196,7 +186,7 @@ class StreamedUpdate:
             ref_logp: Optional[torch.Tensor] = None) -> None:
         """Forward and backward of ``layout``'s micro-batches (``mask``, ``advantages`` and
         ``ref_logp`` are ``(n, T)`` over the layout's rows); micro-batches without a loss token are skipped."""
-        part = UpdateBatch.from_layout(layout, mask, advantages, None, ref_logp)
+        part = UpdateBatch(layout, mask, advantages, None, ref_logp)
         was_training = self.model.training
         self.model.train()
         try:
