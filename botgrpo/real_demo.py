@@ -13,7 +13,7 @@ Put the final answer in \\boxed{}." (:mod:`botgrpo.trainer.tasks.chat_arith`) wi
    held-out success so far, seconds per step and the time left, and a plot at the end
    (``<out>/<method>/demo.png``).
 
-The recipe (task, prompt seeds, scorer options) is :class:`botgrpo.trainer.recipes.ChatArith`,
+The run (task, prompt seeds, scorer options) is :class:`botgrpo.trainer.tasks.chat_arith.ChatArith`,
 the one the CPU study (docs/results/smollm2_rl) and the GPU check use. Defaults: 30 steps of
 4 prompts x 8 rollouts at lr 1e-5, the settings under which the float32 pilot went from 5.5 % to
 58.6 % held-out success in 31 steps (docs/results/smollm2_rl/README.md).
@@ -147,7 +147,9 @@ class _Live:
 
 def run(s: SmolLM2DemoSettings, log: Callable[[str], None] = print, console=None) -> dict[str, Any]:
     """Check, train, evaluate, plot; returns the summary also written to ``<out>/<method>/summary.json``."""
-    from botgrpo.trainer.recipes import ChatArith, EngineUnavailable, choose_engine, plot_runs
+    from botgrpo.trainer.rollout.choice import EngineUnavailable, choose_engine
+    from botgrpo.trainer.tasks.chat_arith import ChatArith
+    from botgrpo.trainer.tracking import plot_runs
 
     model = check_checkpoint(s.model_path())
     try:
@@ -167,13 +169,13 @@ def run(s: SmolLM2DemoSettings, log: Callable[[str], None] = print, console=None
     from botgrpo.trainer.loop import Trainer
 
     started = time.perf_counter()
-    recipe = ChatArith(model=str(model), method=s.method, seed=s.seed, steps=s.steps,
+    run_ = ChatArith(model=str(model), method=s.method, seed=s.seed, steps=s.steps,
                        prompts_per_step=s.prompts_per_step, group=s.group_size, lr=s.lr,
                        max_new_tokens=s.max_new_tokens, eval_every=s.eval_every, eval_prompts=s.eval_prompts,
                        engine=engine, bf16=s.bf16, micro_batch_size=s.group_size)
     out = Path(s.out_dir)
-    dataset, eval_dataset = recipe.write_datasets(out)
-    cfg = recipe.train_config(out / s.method, dataset, eval_dataset)
+    dataset, eval_dataset = run_.write_datasets(out)
+    cfg = run_.train_config(out / s.method, dataset, eval_dataset)
     if note:
         log(f"note: {note}")
     log(f"model {model}; engine {engine}; {threads} thread(s); {'bfloat16' if s.bf16 else 'float32'}; "
@@ -200,7 +202,7 @@ def run(s: SmolLM2DemoSettings, log: Callable[[str], None] = print, console=None
                "held_out_success": [first["pass_rate"], last["pass_rate"]],
                "evals": [{k: e.get(k) for k in ("step", "pass_rate", "reward_mean", "completion_len_mean", "prompts")}
                          for e in trainer.evals],
-               "curve": records, "settings": asdict(s), "recipe": recipe.describe()}
+               "curve": records, "settings": asdict(s), "run": run_.describe()}
     plot = plot_runs([{"label": s.method, "evals": summary["evals"], "curve": records}], out / s.method / "demo.png",
                      f"{model.name}: a + b, {s.method}")
     summary["plot"] = str(plot)

@@ -1,5 +1,5 @@
-"""``botgrpo demo --model smollm2`` (botgrpo/real_demo.py) and the shared real-model recipe
-(botgrpo/trainer/recipes.py): argument handling, the clear failures (no checkpoint, no engine),
+"""``botgrpo demo --model smollm2`` (botgrpo/real_demo.py), the shared real-model run
+(botgrpo/trainer/tasks/chat_arith.py) and the engine choice (botgrpo/trainer/rollout/choice.py): argument handling, the clear failures (no checkpoint, no engine),
 the live progress line, the study's decision rule, and the demo end to end on a tiny
 SmolLM2-shaped checkpoint with both engines (the transformers loop, and the vLLM engine on the
 stand-in). The real model's run is the user's (about 15 minutes), not the suite's."""
@@ -13,7 +13,9 @@ import pytest
 from botgrpo.cli import build_parser
 from botgrpo.commands import demo as demo_command
 from botgrpo.compare.stats import paired_verdict
-from botgrpo.trainer import recipes
+from benchmarks import smollm2_rl
+from botgrpo.trainer.rollout import choice
+from botgrpo.trainer.tasks.chat_arith import ChatArith
 
 
 def _args(*argv):
@@ -21,7 +23,7 @@ def _args(*argv):
 
 
 # ---------------------------------------------------------------- arguments
-def test_the_model_flag_picks_a_recipe_and_its_settings():
+def test_the_model_flag_picks_a_demo_and_its_settings():
     from botgrpo.demo import DemoSettings
     from botgrpo.real_demo import SmolLM2DemoSettings
 
@@ -41,7 +43,7 @@ def test_the_model_flag_picks_a_recipe_and_its_settings():
                                            (["--model", "tiny", "--engine", "vllm"], "--engine"),
                                            (["--model", "tiny", "--no-bf16"], "--bf16"),
                                            (["--model", "smollm2", "--fresh"], "--fresh")])
-def test_a_flag_of_another_recipe_is_refused(argv, refused):
+def test_a_flag_of_another_demo_is_refused(argv, refused):
     with pytest.raises(SystemExit, match=refused):
         demo_command.settings_from(_args(*argv))
 
@@ -60,27 +62,27 @@ def test_a_missing_checkpoint_says_make_smollm2(tmp_path):
 
 # ---------------------------------------------------------------- engines
 def _only(monkeypatch, *present):
-    monkeypatch.setattr(recipes, "_importable", lambda name: name in present)
+    monkeypatch.setattr(choice, "_importable", lambda name: name in present)
 
 
 def test_auto_takes_vllm_when_importable_and_says_when_it_falls_back(monkeypatch):
     _only(monkeypatch, "torch", "transformers", "vllm")
-    assert recipes.choose_engine("auto") == ("vllm", None)
+    assert choice.choose_engine("auto") == ("vllm", None)
     _only(monkeypatch, "torch", "transformers")
-    engine, note = recipes.choose_engine("auto")
+    engine, note = choice.choose_engine("auto")
     assert engine == "hf" and "slower" in note and "make vllm-env" in note
-    assert recipes.choose_engine("hf") == ("hf", None)
+    assert choice.choose_engine("hf") == ("hf", None)
 
 
 def test_an_engine_that_cannot_run_is_named_with_what_to_install(monkeypatch):
     _only(monkeypatch, "torch", "transformers")
-    with pytest.raises(recipes.EngineUnavailable, match="make vllm-env"):
-        recipes.choose_engine("vllm")
+    with pytest.raises(choice.EngineUnavailable, match="make vllm-env"):
+        choice.choose_engine("vllm")
     _only(monkeypatch)
-    with pytest.raises(recipes.EngineUnavailable, match="neither rollout engine"):
-        recipes.choose_engine("auto")
+    with pytest.raises(choice.EngineUnavailable, match="neither rollout engine"):
+        choice.choose_engine("auto")
     with pytest.raises(ValueError):
-        recipes.choose_engine("sglang")
+        choice.choose_engine("sglang")
 
 
 def test_the_demo_fails_clearly_when_no_engine_can_run(monkeypatch, checkpoint, tmp_path):
@@ -110,31 +112,31 @@ def test_the_progress_line_has_steps_held_out_success_rate_and_eta():
 
 def test_the_paired_rule_calls_a_difference_only_when_every_seed_agrees_by_five_points():
     final = {"bot_grpo": {1: 0.60, 2: 0.55, 3: 0.70}, "grpo": {1: 0.50, 2: 0.52, 3: 0.58}, "ws0": {1: 0.65, 2: 0.50}}
-    called = paired_verdict(final, "bot_grpo", "grpo", recipes.MIN_GAP)
+    called = paired_verdict(final, "bot_grpo", "grpo", smollm2_rl.MIN_GAP)
     assert called["verdict"] == "bot_grpo > grpo" and called["seeds"] == [1, 2, 3]
     assert called["mean_difference"] == pytest.approx((0.10 + 0.03 + 0.12) / 3)
-    mixed = paired_verdict(final, "bot_grpo", "ws0", recipes.MIN_GAP)  # seeds 1, 2 only: -0.05, +0.05
+    mixed = paired_verdict(final, "bot_grpo", "ws0", smollm2_rl.MIN_GAP)  # seeds 1, 2 only: -0.05, +0.05
     assert mixed["verdict"] == "no difference detected at this size" and mixed["seeds"] == [1, 2]
-    small = paired_verdict({"a": {1: 0.52, 2: 0.53}, "b": {1: 0.50, 2: 0.50}}, "a", "b", recipes.MIN_GAP)
+    small = paired_verdict({"a": {1: 0.52, 2: 0.53}, "b": {1: 0.50, 2: 0.50}}, "a", "b", smollm2_rl.MIN_GAP)
     assert small["verdict"] == "no difference detected at this size"  # same sign, mean 2.5 points
-    assert paired_verdict({"a": {}, "b": {}}, "a", "b", recipes.MIN_GAP)["mean_difference"] is None
+    assert paired_verdict({"a": {}, "b": {}}, "a", "b", smollm2_rl.MIN_GAP)["mean_difference"] is None
 
 
-def test_the_recipe_writes_the_protocols_prompts_and_config(tmp_path):
-    recipe = recipes.ChatArith(model="m").with_arm("ws0", 2)
-    assert (recipe.method, recipe.seed, recipe.local_weight) == ("bot_grpo", 2, 0.0)
-    train, held_out = recipe.write_datasets(tmp_path)
+def test_the_run_writes_the_protocols_prompts_and_config(tmp_path):
+    run = smollm2_rl.with_arm(ChatArith(model="m"), "ws0", 2)
+    assert (run.method, run.seed, run.local_weight) == ("bot_grpo", 2, 0.0)
+    train, held_out = run.write_datasets(tmp_path)
     rows = [json.loads(line) for line in open(train)]
     assert len(rows) == 256 and len([1 for _ in open(held_out)]) == 128
     first = rows[0]["prompt"]
     assert first[0]["role"] == "user" and first[0]["content"].endswith("Put the final answer in \\boxed{}.")
     assert rows[0]["reference"]["answer"].isdigit()
-    cfg = recipe.train_config(tmp_path / "out", train, held_out, steps=7)
+    cfg = run.train_config(tmp_path / "out", train, held_out, steps=7)
     assert cfg.reward.task == "math" and cfg.reward.options == {"extraction": "boxed", "local_weight": 0.0}
     assert (cfg.steps, cfg.rollout.group_size, cfg.rollout.prompts_per_step, cfg.optim.lr, cfg.seed) == (7, 8, 4, 1e-5, 2)
     assert cfg.rollout.sampling.max_new_tokens == 64 and cfg.rollout.sampling.temperature == 0.7
     # another arm, the same prompts
-    other = recipes.ChatArith(model="m").with_arm("grpo", 2)
+    other = smollm2_rl.with_arm(ChatArith(model="m"), "grpo", 2)
     again, _ = other.write_datasets(tmp_path / "grpo")
     assert open(again).read() == open(train).read()
 
@@ -180,7 +182,7 @@ def test_the_demo_runs_end_to_end_on_a_tiny_checkpoint(engine, checkpoint, tmp_p
     assert all(0.0 <= e["pass_rate"] <= 1.0 and e["prompts"] == 3 for e in summary["evals"])
     assert summary["held_out_success"] == [summary["evals"][0]["pass_rate"], summary["evals"][-1]["pass_rate"]]
     assert [r["step"] for r in summary["curve"]] == [1, 2] and summary["mean_step_seconds"] > 0
-    assert summary["recipe"]["extraction"] == "boxed" and summary["recipe"]["engine"] == engine
+    assert summary["run"]["extraction"] == "boxed" and summary["run"]["engine"] == engine
     assert (tmp_path / "bot_grpo" / "demo.png").stat().st_size > 10_000
     # the progress a user sees: each step with its rates, the held-out line with s/step and ETA, the table
     assert "step 2/2" in out and "s/step" in out and "ETA" in out and "held-out" in out

@@ -102,7 +102,7 @@ def test_cells_run_in_processes_of_their_own_with_the_transformers_engine(checkp
 def test_a_cell_that_fails_is_reported_not_hidden(checkpoint, tmp_path, monkeypatch):
     from benchmarks import gpu_check
 
-    specs = [{"arm": "grpo", "seed": 1, "result": str(tmp_path / "never.json"), "recipe": {"model": "absent"}}]
+    specs = [{"arm": "grpo", "seed": 1, "result": str(tmp_path / "never.json"), "arith_run": {"model": "absent"}}]
     results = gpu_check._cells_in_processes(specs, 1, 120, tmp_path / "logs")
     assert results[0]["failed"] and results[0]["returncode"] != 0 and "Traceback" in results[0]["log_tail"]
     assert gpu_check.common_eval_step(results) is None
@@ -123,15 +123,15 @@ def test_engines_sharing_the_gpu_get_a_fixed_kv_cache_and_no_sleep():
     ns = argparse.Namespace(real_parallel=9, real_kv_cache_gib=2.0, real_steps=60, real_prompts_per_step=4,
                             real_group=8, real_lr=1e-5, real_temperature=0.7, real_new_tokens=64, real_eval_every=5,
                             real_eval_prompts=128, real_seconds=330.0, real_vllm_memory=None)
-    shared = gpu_check.real_recipe(ns, "cuda", "vllm", "/models/qwen2.5-3b-instruct")
+    shared = gpu_check.real_run(ns, "cuda", "vllm", "/models/qwen2.5-3b-instruct")
     assert shared.vllm_kwargs == {"enforce_eager": True, "kv_cache_memory_bytes": 2 * 2**30}
     assert not shared.vllm_sleep and shared.vllm_memory == pytest.approx(0.04)
     assert shared.bf16 and shared.gradient_checkpointing and shared.model == "/models/qwen2.5-3b-instruct"
     assert (shared.steps, shared.prompts_per_step, shared.group, shared.lr, shared.eval_every, shared.eval_prompts) == \
         (60, 4, 8, 1e-5, 5, 128)  # protocol.md's budget
     ns.real_parallel = 1
-    alone = gpu_check.real_recipe(ns, "cuda", "vllm", "m")
+    alone = gpu_check.real_run(ns, "cuda", "vllm", "m")
     assert alone.vllm_kwargs == {"enforce_eager": True} and alone.vllm_sleep and alone.vllm_memory == 0.3
     ns.real_parallel = 9
-    assert "kv_cache_memory_bytes" not in gpu_check.real_recipe(ns, "cuda", "hf", "m").vllm_kwargs
-    assert not gpu_check.real_recipe(ns, "cpu", "hf", "m").bf16
+    assert "kv_cache_memory_bytes" not in gpu_check.real_run(ns, "cuda", "hf", "m").vllm_kwargs
+    assert not gpu_check.real_run(ns, "cpu", "hf", "m").bf16

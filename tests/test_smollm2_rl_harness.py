@@ -45,7 +45,7 @@ def test_lora_flags_reach_the_trainer_config_and_a_full_fine_tune_record_is_unch
     import argparse
 
     from benchmarks import smollm2_rl
-    from botgrpo.trainer.recipes import ChatArith
+    from botgrpo.trainer.tasks.chat_arith import ChatArith
 
     full = argparse.Namespace(
         method="bot_grpo", seed=1, local_weight=None, steps=60, prompts_per_step=4, group=8, lr=1e-5,
@@ -54,8 +54,8 @@ def test_lora_flags_reach_the_trainer_config_and_a_full_fine_tune_record_is_unch
     assert "lora_r" not in smollm2_rl.settings_of(full)   # the committed cells' manifests still match
     lora = smollm2_rl.settings_of(type(full)(**{**vars(full), "lora_r": 8, "lora_alpha": 16.0}))
     assert (lora["lora_r"], lora["lora_alpha"]) == (8, 16.0)
-    recipe = ChatArith(model="m", **{k: tuple(v) if k == "operators" else v for k, v in lora.items()})
-    cfg = recipe.train_config("out", "train.jsonl", "eval.jsonl")
+    arith_run = ChatArith(model="m", **{k: tuple(v) if k == "operators" else v for k, v in lora.items()})
+    cfg = arith_run.train_config("out", "train.jsonl", "eval.jsonl")
     assert (cfg.optim.lora.r, cfg.optim.lora.alpha) == (8, 16.0)
     assert ChatArith(model="m").train_config("out", "train.jsonl", "eval.jsonl").optim.lora is None
 

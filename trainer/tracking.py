@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
 PLOTTED = [("reward_mean", "reward"), ("pass_rate", "pass rate"), ("spec_rate", "pass & spec"), ("kl", "KL"),
            ("entropy", "entropy"), ("completion_len_mean", "completion length"), ("clip_frac", "clip fraction"),
@@ -71,3 +71,43 @@ def plot(records: Iterable[dict[str, Any]], out: Path, title: str = "", evals: O
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def plot_runs(runs: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
+    """Held-out success per step for each run (``{"label", "evals", "curve"}``; runs sharing a
+    label's arm get one colour) and, right, the seconds per step split into generation and update."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    colours: dict[str, Any] = {}
+    for run in runs:
+        arm = run.get("arm", run["label"])
+        evals = run.get("evals") or []
+        kwargs = {"color": colours[arm]} if arm in colours else {}
+        line, = left.plot([e["step"] for e in evals], [e["pass_rate"] for e in evals], marker="o", lw=1.3,
+                          label=run["label"] if arm not in colours else None, **kwargs)
+        colours.setdefault(arm, line.get_color())
+    if len(runs) == 1:
+        curve = runs[0].get("curve") or []
+        left.plot([r["step"] for r in curve], [r.get("pass_rate") for r in curve], alpha=0.45, color="grey",
+                  label="training batch success")
+    left.set(xlabel="step", ylabel="held-out success", ylim=(0, 1), title=title)
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    curve = (runs[0].get("curve") or []) if runs else []
+    steps = [r["step"] for r in curve]
+    gen = [r.get("time_generate") or 0 for r in curve]
+    wait = [r.get("time_score_wait") or 0 for r in curve]
+    train = [r.get("time_train") or 0 for r in curve]
+    right.bar(steps, gen, label="generate")
+    right.bar(steps, wait, bottom=gen, label="wait for scores")
+    right.bar(steps, train, bottom=[g + w for g, w in zip(gen, wait)], label="update")
+    right.plot(steps, [r.get("time_step") for r in curve], color="k", lw=1, label="step total")
+    right.set(xlabel="step", ylabel="seconds", title=f"seconds per step ({runs[0]['label'] if runs else ''})")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

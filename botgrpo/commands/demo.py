@@ -1,6 +1,6 @@
 """``botgrpo demo``: the whole system on one machine — reward server, policy, RL.
 
-``--model`` picks a recipe from :data:`RECIPES`:
+``--model`` picks a demo from :data:`DEMOS`:
 
 * ``tiny`` (default): synthetic React tasks and a tiny policy built from scratch (warm-started
   by a short supervised pass), BoT-GRPO (or ``--method grpo`` ...) on the React ``build`` task
@@ -9,7 +9,7 @@
   ``math`` scorer, vLLM rollouts when vLLM is importable (``.venv-vllm/bin/botgrpo demo --model
   smollm2``), held-out success before, during and after, about 15 minutes on a 2-core CPU.
 
-Each recipe's settings (a dataclass) become flags; a flag of another recipe is refused.
+Each demo's settings (a dataclass) become flags; a flag of another demo is refused.
 ``--toy`` instead prints the advantage estimators side by side on one hand-made group.
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any
 from botgrpo.trainer.presets import PRESETS
 
 TYPES = {"int": int, "float": float, "str": str, "bool": bool}
-HANDLED = ("out_dir", "method")  # --out and --method, shared by every recipe
+HANDLED = ("out_dir", "method")  # --out and --method, shared by every demo
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Demo:
     help: str
     module: str     # botgrpo.<module>: run(settings, log=, console=) -> summary; report(console, settings, summary)
     settings: str   # the settings dataclass in that module
@@ -40,34 +40,34 @@ class Recipe:
         return getattr(self.load(), self.settings)
 
 
-RECIPES: dict[str, Recipe] = {
-    "tiny": Recipe("a 0.7M policy from scratch on React build + spec (minutes)", "demo", "DemoSettings"),
-    "smollm2": Recipe("SmolLM2-135M-Instruct learns a + b (make smollm2; about 15 min)", "real_demo",
+DEMOS: dict[str, Demo] = {
+    "tiny": Demo("a 0.7M policy from scratch on React build + spec (minutes)", "demo", "DemoSettings"),
+    "smollm2": Demo("SmolLM2-135M-Instruct learns a + b (make smollm2; about 15 min)", "real_demo",
                       "SmolLM2DemoSettings"),
 }
 
 
 def _settings_fields() -> dict[str, tuple[type, dict[str, Any]]]:
-    """Every recipe's settings field -> (its type, {recipe: default})."""
+    """Every demo's settings field -> (its type, {demo: default})."""
     found: dict[str, tuple[type, dict[str, Any]]] = {}
-    for name, recipe in RECIPES.items():
-        for f in fields(recipe.settings_class()):
+    for name, demo in DEMOS.items():
+        for f in fields(demo.settings_class()):
             if f.name in HANDLED or f.type not in TYPES:
                 continue
             kind, defaults = found.setdefault(f.name, (TYPES[f.type], {}))
             if kind is not TYPES[f.type]:
-                raise TypeError(f"demo setting {f.name} is {kind.__name__} in one recipe and {f.type} in {name}")
+                raise TypeError(f"demo setting {f.name} is {kind.__name__} in one demo and {f.type} in {name}")
             defaults[name] = f.default
     return found
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="tiny", choices=sorted(RECIPES),
-                        help="; ".join(f"{k}: {r.help}" for k, r in RECIPES.items()) + " (default tiny)")
+    parser.add_argument("--model", default="tiny", choices=sorted(DEMOS),
+                        help="; ".join(f"{k}: {r.help}" for k, r in DEMOS.items()) + " (default tiny)")
     parser.add_argument("--method", default="bot_grpo", choices=sorted(PRESETS), help="method preset (default bot_grpo)")
     parser.add_argument("--out", default=None, help="output directory (default: runs/demo, runs/demo-smollm2)")
     for name, (kind, defaults) in _settings_fields().items():
-        shown = ", ".join(f"{recipe} {value!r}" for recipe, value in defaults.items())
+        shown = ", ".join(f"{demo} {value!r}" for demo, value in defaults.items())
         flag = "--" + name.replace("_", "-")
         if kind is bool:
             parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None,
@@ -79,9 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace):
-    """The chosen recipe's settings from the flags; a flag that is not one of its settings is refused."""
-    recipe = RECIPES[args.model]
-    cls = recipe.settings_class()
+    """The chosen demo's settings from the flags; a flag that is not one of its settings is refused."""
+    demo = DEMOS[args.model]
+    cls = demo.settings_class()
     own = {f.name for f in fields(cls)}
     given = {name: getattr(args, name) for name in _settings_fields() if getattr(args, name, None) is not None}
     foreign = sorted(name for name in given if name not in own)
@@ -104,10 +104,10 @@ def run(args: argparse.Namespace) -> int:
         show(console)
         return 0
     settings = settings_from(args)
-    module = RECIPES[args.model].load()
+    module = DEMOS[args.model].load()
     if args.fresh:
         shutil.rmtree(Path(settings.out_dir) / f"warm-{settings.warm_key()}", ignore_errors=True)
-    console.rule(f"BoT-GRPO demo ({args.model}): {RECIPES[args.model].help}")
+    console.rule(f"BoT-GRPO demo ({args.model}): {DEMOS[args.model].help}")
     def log(message: str) -> None:  # one line per message, verbatim (no wrapping, no markup: logs are grepped)
         console.print(message, soft_wrap=True, markup=False, highlight=False)
 
