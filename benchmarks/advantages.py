@@ -5,7 +5,7 @@
 All three run in one process on the same tensors, interleaved, and the ratios are printed:
 
 * floor: one masked sum over the reward tensor (reads it once; nothing can be much faster);
-* bot_grpo: ``botgrpo.trainer.advantages.compute_advantages("bot_grpo", ...)``;
+* bot_grpo: ``botgrpo.trainer.algo.advantages.compute_advantages("bot_grpo", ...)``;
 * naive-torch: a Python loop over groups and rollouts, each step a torch op on that slice;
 * naive-python: plain Python floats, token by token, the way the formula reads.
 
@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.algo.advantages import compute_advantages
 
 
 def make_batch(rollouts: int, tokens: int, group: int, device: str, ragged: bool = False, seed: int = 0):

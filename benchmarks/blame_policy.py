@@ -54,7 +54,7 @@ def summarise(texts: list[str], results) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    from botgrpo.trainer.sft import sample_completions
+    from botgrpo.trainer.models.sft import sample_completions
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model", type=Path)

@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from botgrpo.trainer.sft import build_tiny_policy, collate, encode_pairs, length_buckets
+from botgrpo.trainer.models.sft import build_tiny_policy, collate, encode_pairs, length_buckets
 from botgrpo.trainer.tasks import chain
 
 LINE = re.compile(r"^(?P<label>\w): x = (?P<value>\d+) (?P<op>[+-] \d) = (?P<result>\d+)$")

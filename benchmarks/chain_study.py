@@ -74,7 +74,7 @@ def load_tokenizer(model_dir):
 
 def chain_setup(root: Path, budget: conv.Budget, threads: int | None = None) -> dict[str, str]:
     """Train and held-out chain prompts and the tiny warm-started policy (shared by every run)."""
-    from botgrpo.trainer.sft import build_tiny_policy, sft
+    from botgrpo.trainer.models.sft import build_tiny_policy, sft
 
     warm = root / "chain" / f"warm-{WARM_STEPS}-lr{WARM_LR:g}-b{BROKEN_SHARE}"
     paths = {"model": str(warm / "model"), "dataset": str(root / "chain" / "train.jsonl"),

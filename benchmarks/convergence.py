@@ -119,7 +119,7 @@ ARITH = {"max_operand": 9, "max_operations": 3, "operators": ("+", "-")}
 def math_setup(root: Path, budget: Budget) -> dict[str, str]:
     """Arithmetic prompts (one to three steps of single-digit addition and subtraction) and a
     tiny policy warm-started on worked solutions, 40% of them with a wrong step or answer."""
-    from botgrpo.trainer.sft import build_tiny_policy, sft
+    from botgrpo.trainer.models.sft import build_tiny_policy, sft
 
     steps = budget.arith_sft_steps
     warm = root / "math" / f"warm-{steps}"
@@ -199,7 +199,7 @@ def train_one(run: Run, paths: dict[str, str], warm_start: str, out: Path, budge
 
     from botgrpo.trainer.config import TrainConfig, merge, nest
     from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
 
     torch.set_num_threads(threads)
     setting = setting_for(run.task)

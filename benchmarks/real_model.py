@@ -24,7 +24,7 @@ the committed corpus of failing completions, text only (``tests/data/smollm2_fai
 which the blame benchmark and the hostile-input fuzz suite read.
 
 **throughput.** Tokens/s of the decode loop at a few batch sizes, and one policy update (the
-trainer's :func:`botgrpo.trainer.update.policy_update`, float32, AdamW) on rollouts of the given shape,
+trainer's :func:`botgrpo.trainer.run.update.policy_update`, float32, AdamW) on rollouts of the given shape,
 with the load average beside each number; ``--update-rollouts 64 --update-tokens 200`` is one
 step of the CPU recipe in docs/performance.md.
 
@@ -109,7 +109,7 @@ def sample(args) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.models.precision import load_causal_lm
     from botgrpo.trainer.rollout.base import SamplingParams
     from botgrpo.trainer.rollout.hf import HFEngine
     from botgrpo.trainer.rollout.prompts import PromptEncoder
@@ -404,14 +404,14 @@ def throughput(args) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from botgrpo.trainer.algorithm import AlgorithmSettings
-    from botgrpo.trainer.distributed import Dist
-    from botgrpo.trainer.policy import pack
-    from botgrpo.trainer.precision import disable_dropout, load_causal_lm
+    from botgrpo.trainer.algo.settings import AlgorithmSettings
+    from botgrpo.trainer.run.distributed import Dist
+    from botgrpo.trainer.models.policy import pack
+    from botgrpo.trainer.models.precision import disable_dropout, load_causal_lm
     from botgrpo.trainer.rollout.base import SamplingParams
     from botgrpo.trainer.rollout.hf import HFEngine
     from botgrpo.trainer.rollout.prompts import PromptEncoder
-    from botgrpo.trainer.update import UpdateBatch, policy_update
+    from botgrpo.trainer.run.update import UpdateBatch, policy_update
 
     torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -490,7 +490,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--micro-batch", type=int, default=8, help="throughput: rollouts per forward/backward")
     args = p.parse_args(argv)
     if args.model is None:
-        from botgrpo.trainer.pretrained import default_checkpoint
+        from botgrpo.trainer.models.pretrained import default_checkpoint
         args.model = default_checkpoint()
     globals()[args.stage](args)
     return 0

@@ -97,8 +97,7 @@ def worker(args) -> dict:
 
 
 def main(argv=None) -> int:
-    from botgrpo.trainer import pretrained
-
+    from botgrpo.trainer.models import pretrained
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=str(pretrained.default_checkpoint(pretrained.SMOLLM2)))
     p.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 64])

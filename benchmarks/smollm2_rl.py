@@ -6,7 +6,7 @@ HTTP, the trainer's update (issue 21).
     .venv-vllm/bin/python -m benchmarks.smollm2_rl run --name ws0-s1 --local-weight 0 --seed 1
     .venv-vllm/bin/python -m benchmarks.smollm2_rl report      # JSON + PNG of every run; verdict.json
 
-Each run is :class:`botgrpo.trainer.loop.Trainer` configured by
+Each run is :class:`botgrpo.trainer.run.loop.Trainer` configured by
 :class:`botgrpo.trainer.tasks.chat_arith.ChatArith` (``engine: vllm``, chat-template prompts of
 :mod:`botgrpo.trainer.tasks.chat_arith`, the ``math`` scorer), fed by the reward server embedded in
 this process (:func:`botgrpo.embedded.reward_server_for`: FastAPI on uvicorn on a thread, spoken to
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
 
     from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
     from botgrpo.trainer.tasks.chat_arith import ChatArith
 
     model = Path(args.model).expanduser()
@@ -216,7 +216,7 @@ def summarise(out: Path) -> dict:
 
 def plot(summary: dict, path: Path) -> None:
     """One run's held-out and training-batch success, and its seconds per step split."""
-    from botgrpo.trainer.tracking import plot_runs
+    from botgrpo.trainer.run.tracking import plot_runs
 
     plot_runs([{"label": summary["run"], "evals": summary["evals"], "curve": summary["curve"]}], path,
               f"{summary['run']}: SmolLM2-135M-Instruct, a + b")
@@ -224,7 +224,7 @@ def plot(summary: dict, path: Path) -> None:
 
 def study_plots() -> list[Path]:
     """``study-s<seed>.png``: every arm of a study seed whose record is committed under ``RESULTS``."""
-    from botgrpo.trainer.tracking import plot_runs
+    from botgrpo.trainer.run.tracking import plot_runs
 
     written = []
     for seed in STUDY_SEEDS:

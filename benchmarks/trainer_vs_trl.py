@@ -147,7 +147,7 @@ def draw_prompts(model_dir: Path, rng: random.Random) -> list[str]:
 def build_model(model_dir: Path, kind: str) -> None:
     """A random init almost never emits EOS, so each policy is fine-tuned for a few seconds (a
     few minutes for ``long_tail``) on completions of the lengths it should produce."""
-    from botgrpo.trainer.sft import build_tiny_policy, sft
+    from botgrpo.trainer.models.sft import build_tiny_policy, sft
     from botgrpo.trainer.tasks import arith
 
     corpus = [p + c for p, c in arith.make_sft_corpus(400, 0)]
@@ -317,7 +317,7 @@ def make_ours(model_dir: str, prompts: list[str], spec: Workload, out: Path, opt
     from transformers import AutoTokenizer
 
     from botgrpo.trainer.config import TrainConfig
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
     from botgrpo.trainer.rollout.hf import HFEngine
 
     class NoEosEngine(HFEngine):

@@ -37,7 +37,7 @@ def kind_of(passed: bool, violations: list[str]) -> Optional[str]:
 def measure(model: Path, tasks: list[dict], scorer, max_new_tokens: int, threads: int) -> dict:
     from botgrpo.reward_server.scorers.base import Rollout
     from botgrpo.reward_server.scorers.react import ReactOptions
-    from botgrpo.trainer.sft import sample_completions
+    from botgrpo.trainer.models.sft import sample_completions
 
     started = time.perf_counter()
     completions = sample_completions(model, [t["prompt"] for t in tasks], max_new_tokens=max_new_tokens, threads=threads)

@@ -17,15 +17,15 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _PUBLIC = {
-    "compute_advantages": "botgrpo.trainer.advantages",
-    "ESTIMATORS": "botgrpo.trainer.advantages",
-    "POLICY_LOSSES": "botgrpo.trainer.losses",
-    "KL_ESTIMATORS": "botgrpo.trainer.losses",
-    "aggregate": "botgrpo.trainer.losses",
-    "PRESETS": "botgrpo.trainer.presets",
-    "preset": "botgrpo.trainer.presets",
+    "compute_advantages": "botgrpo.trainer.algo.advantages",
+    "ESTIMATORS": "botgrpo.trainer.algo.advantages",
+    "POLICY_LOSSES": "botgrpo.trainer.algo.losses",
+    "KL_ESTIMATORS": "botgrpo.trainer.algo.losses",
+    "aggregate": "botgrpo.trainer.algo.losses",
+    "PRESETS": "botgrpo.trainer.algo.presets",
+    "preset": "botgrpo.trainer.algo.presets",
     "TrainConfig": "botgrpo.trainer.config",
-    "Trainer": "botgrpo.trainer.loop",
+    "Trainer": "botgrpo.trainer.run.loop",
     "RewardClient": "botgrpo.services.client",
     "AsyncRewardClient": "botgrpo.services.client",
     "create_app": "botgrpo.reward_server.app",

@@ -3,7 +3,7 @@
 1. Synthetic React tasks (prompts with a spec) and a warm-start corpus where a good share of
    the components do not compile (:mod:`botgrpo.trainer.tasks.react`).
 2. A tiny policy from scratch: a tokenizer trained on the corpus and a random-init Qwen2,
-   warmed up by a short supervised pass (:mod:`botgrpo.trainer.sft`).
+   warmed up by a short supervised pass (:mod:`botgrpo.trainer.models.sft`).
 3. The reward server, embedded (in-process queue), scoring React ``build`` plus the spec check.
 4. RL with the chosen method (BoT-GRPO by default), evaluated on held-out prompts before,
    during and after: compile rate and the rate of outputs that compile AND match their spec.
@@ -55,7 +55,7 @@ class DemoSettings:
 
 def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, str]:
     """Datasets and the warm-started policy under ``out_dir`` (reused when already built)."""
-    from botgrpo.trainer.sft import build_tiny_policy, sft
+    from botgrpo.trainer.models.sft import build_tiny_policy, sft
 
     root = Path(s.out_dir)
     warm = root / f"warm-{s.warm_key()}"
@@ -106,7 +106,7 @@ def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[C
     """Prepare, train, evaluate; returns the summary also written to ``<out>/<method>/summary.json``.
     (``console``: the CLI's, unused here; the demos share one signature.)"""
     from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
 
     started = time.perf_counter()
     paths = prepare(s, log)

@@ -50,10 +50,10 @@ def section(title: str, model: type[BaseModel], how: str, env_prefix: str | None
 
 def render() -> str:
     from botgrpo.reward_server.settings import ServerSettings
-    from botgrpo.trainer.algorithm import AlgorithmSettings
+    from botgrpo.trainer.algo.settings import AlgorithmSettings
     from botgrpo.trainer.config import (AlgorithmSection, CheckpointSection, DataSection, EvalSection, LogSection,
                                         OptimSection, RewardSection, RolloutSection, TrainConfig, VllmSection)
-    from botgrpo.trainer.lora import LoraSettings
+    from botgrpo.trainer.models.lora import LoraSettings
     from botgrpo.trainer.rollout.base import SamplingParams
 
     method = AlgorithmSection.model_fields["method"]
@@ -84,7 +84,7 @@ def render() -> str:
         section("`checkpoint:`", CheckpointSection, "What is saved, and resuming from it."),
         section("`log:`", LogSection, "What a run shows and writes beside `metrics.jsonl`."),
         section("Algorithm (what a method preset fixes)", AlgorithmSettings,
-                "Presets live in `trainer/presets.py`; the resolved values are written to `<output_dir>/algorithm.json`."),
+                "Presets live in `trainer/algo/presets.py`; the resolved values are written to `<output_dir>/algorithm.json`."),
     ])
 
 

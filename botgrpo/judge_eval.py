@@ -102,7 +102,7 @@ def generate(model_path: str, examples, sampling, seed: int, apply_chat_template
     from transformers import AutoTokenizer
 
     from botgrpo.trainer.evaluate import EVAL_SEED
-    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.models.precision import load_causal_lm
     from botgrpo.trainer.rollout.hf import HFEngine
     from botgrpo.trainer.rollout.prompts import PromptEncoder
 

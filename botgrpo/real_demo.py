@@ -49,7 +49,7 @@ class SmolLM2DemoSettings:
     def model_path(self) -> Path:
         if self.checkpoint:
             return Path(self.checkpoint).expanduser()
-        from botgrpo.trainer.pretrained import SMOLLM2, default_checkpoint
+        from botgrpo.trainer.models.pretrained import SMOLLM2, default_checkpoint
         return default_checkpoint(SMOLLM2)
 
 
@@ -149,7 +149,7 @@ def run(s: SmolLM2DemoSettings, log: Callable[[str], None] = print, console=None
     """Check, train, evaluate, plot; returns the summary also written to ``<out>/<method>/summary.json``."""
     from botgrpo.trainer.rollout.choice import EngineUnavailable, choose_engine
     from botgrpo.trainer.tasks.chat_arith import ChatArith
-    from botgrpo.trainer.tracking import plot_runs
+    from botgrpo.trainer.run.tracking import plot_runs
 
     model = check_checkpoint(s.model_path())
     try:
@@ -166,7 +166,7 @@ def run(s: SmolLM2DemoSettings, log: Callable[[str], None] = print, console=None
     torch.set_num_threads(threads)
 
     from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
 
     started = time.perf_counter()
     run_ = ChatArith(model=str(model), method=s.method, seed=s.seed, steps=s.steps,

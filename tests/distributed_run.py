@@ -12,9 +12,9 @@ from pathlib import Path
 import torch
 
 from botgrpo.trainer.config import TrainConfig
-from botgrpo.trainer.distributed import unwrap
+from botgrpo.trainer.run.distributed import unwrap
 from botgrpo.embedded import reward_server_for
-from botgrpo.trainer.loop import Trainer
+from botgrpo.trainer.run.loop import Trainer
 
 
 def main() -> None:

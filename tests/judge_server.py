@@ -190,7 +190,7 @@ def build_tiny_judge(path, *, hidden: int = 32, layers: int = 1, seed: int = 0):
     import torch
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    from botgrpo.trainer.tiny import train_tokenizer
+    from botgrpo.trainer.models.tiny import train_tokenizer
     from botgrpo.reward_server.judge import rubric
 
     path = Path(path)

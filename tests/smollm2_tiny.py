@@ -41,7 +41,7 @@ def tiny_llama(tokenizer, seed: int = 0, hidden: int = 64, layers: int = 2):
 
 
 def tiny_tokenizer():
-    from botgrpo.trainer.tiny import train_tokenizer
+    from botgrpo.trainer.models.tiny import train_tokenizer
 
     tokenizer = train_tokenizer(TEXTS, 300)
     tokenizer.chat_template = TINY_TEMPLATE

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from tests.test_advantages import batch, batches, flat, valid
 from botgrpo.services.recipe import DEFAULT_LOCAL_WEIGHT
-from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.algo.advantages import compute_advantages
 
 
 def weighted_mean(adv, mask, rows):
@@ -234,8 +234,8 @@ def test_decoupled_takes_a_rounding_sized_local_spread_as_none(dtype):
 # --------------------------------------------------------------------------- selection
 @pytest.mark.parametrize("name", ["prime", "decoupled"])
 def test_presets_differ_from_bot_grpo_in_the_estimator_alone(name):
-    from botgrpo.trainer.algorithm import resolve
-    from botgrpo.trainer.presets import preset
+    from botgrpo.trainer.algo.settings import resolve
+    from botgrpo.trainer.algo.presets import preset
     assert preset(name) == preset("bot_grpo").model_copy(update={"estimator": name})
     assert resolve(preset("bot_grpo"), {"estimator": name}) == preset(name)
 

@@ -11,7 +11,7 @@ import torch
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
 from botgrpo.trainer.config import merge
-from botgrpo.trainer.distributed import unwrap
+from botgrpo.trainer.run.distributed import unwrap
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def setup(tmp_path_factory):
 
 
 def make(setup, out, **overrides):
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
     values = dict(steps=3, eval={"dataset": None}, log={"plot": False}, rollout={"async_steps": 1})
     values = merge(values, overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted(unscored=(1,)))
@@ -39,7 +39,7 @@ def test_on_policy_is_the_default():
 
 def test_rollouts_come_from_the_weights_before_the_previous_update_and_the_ratio_uses_their_logprobs(
         setup, tmp_path, monkeypatch):
-    import botgrpo.trainer.loop as loop
+    import botgrpo.trainer.run.loop as loop
     trainer = make(setup, tmp_path / "run", steps=3, optim={"num_iterations": 2})
     assert trainer.engine.model is not unwrap(trainer.model)  # the sampler has its own copy of the weights
     events, generated, updates = [], [], []

@@ -5,9 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from botgrpo.trainer import checkpoint
-
-
+from botgrpo.trainer.run import checkpoint
 class Named:
     def save_pretrained(self, path, state_dict=None):
         Path(path, "config.json").write_text("{}")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from botgrpo.trainer.checkpoint import latest
+from botgrpo.trainer.run.checkpoint import latest
 
 ROOT = Path(__file__).resolve().parents[1]
 

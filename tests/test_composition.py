@@ -9,7 +9,7 @@ from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
 from botgrpo.reward_server.spans import compose
 from botgrpo.services.recipe import WireMap, clip_outcome, from_wire, to_wire
 from botgrpo.services.recipe import token_rewards as recipe_rewards
-from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.algo.advantages import compute_advantages
 
 
 def token_rewards(outcome, local, w, bounds=(-1.0, 1.0)) -> np.ndarray:

@@ -19,7 +19,7 @@ def env(tmp_path_factory):
     setup = tiny_math_setup(tmp)
     # a short warm start: a random-init policy writes no answer, every token then scores the
     # lowest reward, every advantage is 0 and no weight would move
-    from botgrpo.trainer.sft import sft
+    from botgrpo.trainer.models.sft import sft
     from botgrpo.trainer.tasks import arith
     sft(setup["model"], arith.make_sft_corpus(200, 0), max_steps=60, max_seconds=None, lr=5e-3)
     server = LiveServer(tmp, env={"BOTGRPO_WARM_SCORERS": "false"})
@@ -105,7 +105,7 @@ def test_two_ranks_async_match_one_process_async(env, mode):
 
 
 def test_lora_under_ddp_resumes_exactly(env):
-    """LoRA adapters under DDP (trainer/lora.py): the ranks agree, the base stays the starting
+    """LoRA adapters under DDP (trainer/models/lora.py): the ranks agree, the base stays the starting
     checkpoint's, and a run resumed from its step-1 checkpoint (every rank loads the adapter and the
     optimizer state itself: DDP holds full tensors) equals an uninterrupted one bit for bit."""
     tmp, setup, server = env

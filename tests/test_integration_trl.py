@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from trl import GRPOConfig  # noqa: E402
 
 from botgrpo.trainer.integrations.trl import BoTGRPOTrainer  # noqa: E402
-from botgrpo.trainer.sft import build_tiny_policy  # noqa: E402
+from botgrpo.trainer.models.sft import build_tiny_policy  # noqa: E402
 from botgrpo.trainer.tasks import arith  # noqa: E402
 
 GROUP = 4
@@ -206,7 +206,7 @@ def test_reward_scalings_bot_grpo_cannot_honour_are_refused(tiny_model, tmp_path
 
 
 def test_evaluation_groups_are_num_generations_eval(tiny_model, tmp_path):
-    from botgrpo.trainer.advantages import compute_advantages
+    from botgrpo.trainer.algo.advantages import compute_advantages
     prompts = [task.prompt for task in arith.make_prompts(4, 3)]
     args = grpo_args(tmp_path, steps=1, num_generations_eval=2, per_device_eval_batch_size=4)
     trainer = make_trainer(tiny_model, tmp_path, args=args, eval_dataset=Dataset.from_dict({"prompt": prompts}))

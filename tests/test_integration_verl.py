@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.algo.advantages import compute_advantages
 from botgrpo.trainer.integrations.verl import bot_grpo_advantage, group_ids_from_uids, register
 
 

@@ -28,7 +28,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 
 import botgrpo.trainer.integrations.verl_plugin as plugin  # noqa: E402  (registers bot_grpo, botgrpo, botgrpo_<mode>)
 from tests.live_server import LiveServer  # noqa: E402
-from botgrpo.trainer.advantages import compute_advantages  # noqa: E402
+from botgrpo.trainer.algo.advantages import compute_advantages  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = "botgrpo.trainer.integrations.verl_plugin"
@@ -144,7 +144,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from botgrpo.trainer.tiny import train_tokenizer
+    from botgrpo.trainer.models.tiny import train_tokenizer
     return train_tokenizer(["Compute 3 * 4 = 12, 12 + 2 = 15, so \\boxed{12}. 2 + 2 = 5 wrong\n"] * 30, vocab_size=300)
 
 

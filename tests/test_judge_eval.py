@@ -50,7 +50,7 @@ def test_pointwise_and_unanswered(server):
 
 
 def test_botgrpo_eval_judge_against(server, tmp_path):
-    from botgrpo.trainer.sft import build_tiny_policy
+    from botgrpo.trainer.models.sft import build_tiny_policy
 
     texts = [CARD, LIST, "Write a React card component.", "Write a React list component."] * 10
     build_tiny_policy(texts, tmp_path / "a", hidden=32, layers=1, vocab_size=300, seed=0)

@@ -1,4 +1,4 @@
-"""LoRA fine-tuning (trainer/lora.py) on a tiny Qwen2: the merged weights handed to rollout
+"""LoRA fine-tuning (trainer/models/lora.py) on a tiny Qwen2: the merged weights handed to rollout
 engines, adapter-only updates through the real Trainer, the reference = the adapter switched
 off, exact resume, the final merged model, and the settings' validation. peft is a dev
 dependency (the [lora] extra): without it these tests fail, never skip."""
@@ -10,13 +10,13 @@ from pydantic import ValidationError
 from transformers import AutoModelForCausalLM
 
 from botgrpo.trainer.config import merge
-from botgrpo.trainer import lora
-from botgrpo.trainer.distributed import full_weights, unwrap
-from botgrpo.trainer.packing import enable_packed_attention
-from botgrpo.trainer.policy import completion_logprobs, make_layout, pack
-from botgrpo.trainer.precision import disable_dropout, load_causal_lm
+from botgrpo.trainer.models import lora
+from botgrpo.trainer.run.distributed import full_weights, unwrap
+from botgrpo.trainer.models.packing import enable_packed_attention
+from botgrpo.trainer.models.policy import completion_logprobs, make_layout, pack
+from botgrpo.trainer.models.precision import disable_dropout, load_causal_lm
 from botgrpo.trainer.rollout.base import SamplingParams
-from botgrpo.trainer.update import batch_logprobs
+from botgrpo.trainer.run.update import batch_logprobs
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
 
@@ -88,7 +88,7 @@ def test_apply_lora_without_peft_names_the_extra(setup, monkeypatch):
 
 # ---------------------------------------------------------------- through the Trainer
 def make(setup, out, **overrides):
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
     values = dict(steps=3, eval={"dataset": None}, log={"plot": False}, optim={"lora": SETTINGS}, algorithm={"kl_coef": 0.1})
     values = merge(values, overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted())
@@ -97,7 +97,7 @@ def make(setup, out, **overrides):
 @pytest.fixture(scope="module")
 def run(setup, tmp_path_factory):
     """Three LoRA steps with a KL term; every reference log-prob pass recorded with its layout."""
-    import botgrpo.trainer.loop as loop
+    import botgrpo.trainer.run.loop as loop
     trainer = make(setup, tmp_path_factory.mktemp("lora") / "run")
     start = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     passes = []

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from botgrpo.trainer.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, aggregate, lookup
+from botgrpo.trainer.algo.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, aggregate, lookup
 
 
 def one_token(ratio, adv):

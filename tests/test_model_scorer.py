@@ -4,7 +4,7 @@ import threading
 import pytest
 import torch
 
-from botgrpo.trainer.tiny import save_token_classifier
+from botgrpo.trainer.models.tiny import save_token_classifier
 from botgrpo.reward_server.scorers.base import Rollout
 from botgrpo.reward_server.scorers.model import ModelOptions, ModelScorer, _to_scores
 from botgrpo.reward_server.service import ScoringService

@@ -11,8 +11,8 @@ from transformers import AutoModelForCausalLM
 from tests.test_trainer import _Scripted
 from botgrpo.trainer.config import merge
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from botgrpo.trainer.algorithm import AlgorithmSettings
-from botgrpo.trainer.distributed import Dist
+from botgrpo.trainer.algo.settings import AlgorithmSettings
+from botgrpo.trainer.run.distributed import Dist
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def setup(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def model(setup):
-    from botgrpo.trainer.packing import enable_packed_attention
+    from botgrpo.trainer.models.packing import enable_packed_attention
     m = AutoModelForCausalLM.from_pretrained(setup["model"], dtype=torch.float32)
     enable_packed_attention(m)
     return m.eval()
@@ -46,8 +46,8 @@ CASES = [([3, 7, 5], [1, 9, 4, 9, 2, 6], 2), ([4], [5, 5, 5, 5], 4), ([2, 6, 3, 
 @pytest.mark.parametrize("micro_batch_tokens", [None, 16])
 def test_packed_logprobs_and_entropy_equal_the_padded_forward(model, prompt_lengths, lengths, group,
                                                               micro_batch_tokens):
-    from botgrpo.trainer.packing import PackedLayout
-    from botgrpo.trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.models.packing import PackedLayout
+    from botgrpo.trainer.models.policy import completion_logprobs, pack
     prompts, ids, mask = synthetic(model.config.vocab_size, prompt_lengths, lengths, group)
     with torch.no_grad():
         padded, padded_entropy = completion_logprobs(model, *pack(prompts, ids, mask, group, 0), temperature=0.7,
@@ -67,7 +67,7 @@ def test_packed_logprobs_and_entropy_equal_the_padded_forward(model, prompt_leng
 
 
 def test_the_packed_row_has_no_padding_and_positions_restart_per_sequence(model):
-    from botgrpo.trainer.packing import PackedLayout
+    from botgrpo.trainer.models.packing import PackedLayout
     prompts, ids, mask = synthetic(model.config.vocab_size, [3, 5], [1, 4, 6, 2], 2)
     layout = PackedLayout(prompts, ids, mask, 2, micro_batch_size=8)
     [mb] = layout.micro_batches
@@ -84,7 +84,7 @@ def test_the_packed_row_has_no_padding_and_positions_restart_per_sequence(model)
 
 
 def test_packed_attention_does_not_cross_sequences(model):
-    from botgrpo.trainer.packing import PackedLayout
+    from botgrpo.trainer.models.packing import PackedLayout
     prompts, ids, mask = synthetic(model.config.vocab_size, [4, 6], [5, 3, 7, 2], 2)
     other = ids.clone()
     other[0, :5] = (other[0, :5] + 17) % model.config.vocab_size  # change row 0 only
@@ -103,7 +103,7 @@ def test_packed_attention_does_not_cross_sequences(model):
 
 
 def test_micro_batches_are_balanced_by_tokens_not_rows():
-    from botgrpo.trainer.packing import plan_micro_batches
+    from botgrpo.trainer.models.packing import plan_micro_batches
     tokens = [100, 90, 80, 3, 3, 3, 3, 3, 3, 2, 2, 1]
     bins = plan_micro_batches(tokens, max_rows=6, max_tokens=None)  # 12 rows, 6 per micro-batch: 2 bins
     assert sorted(i for b in bins for i in b) == list(range(12)) and len(bins) == 2
@@ -127,7 +127,7 @@ class _Recording(torch.optim.SGD):
 
 
 def _update(model, layout, mask, adv, old, ref, algo, optimizer="sgd", num_iterations=2):
-    from botgrpo.trainer.update import UpdateBatch, policy_update
+    from botgrpo.trainer.run.update import UpdateBatch, policy_update
     opt = _Recording(model.parameters(), lr=0.1) if optimizer == "sgd" else torch.optim.AdamW(model.parameters(), lr=1e-3)
     batch = UpdateBatch(layout, mask, adv, old, ref)
     stats = policy_update(model, opt, batch, algo, temperature=0.8, micro_batch_size=3,
@@ -142,7 +142,7 @@ ALGOS = [AlgorithmSettings(policy_loss="ppo_clip", aggregation="token-mean", kl_
 
 
 def _case(model, seed=3):
-    from botgrpo.trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.models.policy import completion_logprobs, pack
     prompts, ids, mask = synthetic(model.config.vocab_size, [2, 6, 3, 8], [12, 1, 7, 3, 1, 12, 6, 9], 2, seed=seed)
     g = torch.Generator().manual_seed(1)
     loss_mask = mask.clone()
@@ -162,7 +162,7 @@ def test_packed_update_equals_the_padded_update(model, algo, micro_batch_tokens)
     """Ratios away from 1 (clipping active), a KL term, two optimizer passes, a row out of the
     loss, padded micro-batches of 3 rows against packed ones of about 24 tokens: the gradients
     agree to float32 resolution and the parameters after two SGD steps to 1e-5."""
-    from botgrpo.trainer.packing import PackedLayout
+    from botgrpo.trainer.models.packing import PackedLayout
     prompts, ids, mask, loss_mask, adv, old, ref, padded_inputs = _case(model)
     padded_stats, padded, padded_grads = _update(copy.deepcopy(model), padded_inputs, loss_mask, adv, old, ref, algo)
     layout = PackedLayout(prompts, ids, mask, 2, micro_batch_size=3, micro_batch_tokens=micro_batch_tokens)
@@ -189,7 +189,7 @@ def test_packed_adam_update_equals_the_padded_one(model):
     is above 1e-7. Below that Adam's normalisation turns a component of about 1e-9, where the two
     paths' float32 sums differ in their last bits (e.g. -1.34e-9 against -1.59e-9, while that
     tensor's gradients reach 6e-3), into a step of up to lr; those still agree to 1e-4."""
-    from botgrpo.trainer.packing import PackedLayout
+    from botgrpo.trainer.models.packing import PackedLayout
     algo = ALGOS[3]
     prompts, ids, mask, loss_mask, adv, old, ref, padded_inputs = _case(model)
     _, padded, _ = _update(copy.deepcopy(model), padded_inputs, loss_mask, adv, old, ref, algo, "adam")
@@ -204,7 +204,7 @@ def test_packed_adam_update_equals_the_padded_one(model):
 
 def test_trainer_steps_packed_equal_padded(setup, tmp_path):
     """Whole trainer steps (rollouts, the old-log-prob pass, the update) with packing on and off."""
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
 
     def run(name, **overrides):
         cfg = tiny_config(setup, tmp_path / name, steps=2, eval={"dataset": None}, log={"plot": False},

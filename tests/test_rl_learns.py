@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from botgrpo.trainer.sft import build_tiny_policy, sft
+from botgrpo.trainer.models.sft import build_tiny_policy, sft
 from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
 
 ANSWER, WRONG = "7", ("2", "3", "4", "5")
@@ -27,7 +27,7 @@ def corpus(n: int, seed: int, right_share: float) -> list[tuple[str, str]]:
 def test_bot_grpo_raises_the_held_out_success_rate(tmp_path):
     from botgrpo.trainer.config import TrainConfig
     from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
 
     pairs = corpus(400, 0, right_share=0.3)
     build_tiny_policy([p + c for p, c in pairs], tmp_path / "model", hidden=64, layers=2, vocab_size=300)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from botgrpo.trainer.config import merge
-from botgrpo.trainer.tiny import train_tokenizer
+from botgrpo.trainer.models.tiny import train_tokenizer
 from tests import fake_vllm
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
@@ -68,7 +68,7 @@ def fake(monkeypatch):
 
 
 def vllm_trainer(setup, out, **overrides):
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
     values = dict(rollout={"engine": "vllm", "sampling": {"max_new_tokens": 8}}, eval={"dataset": None}, log={"plot": False}, steps=2)
     values = merge(values, overrides)
     return Trainer(tiny_config(setup, out, **values), reward_source=_Scripted())
@@ -143,7 +143,7 @@ def test_neighbouring_prompts_draw_independent_streams(setup, fake, tmp_path):
 
 
 def test_behaviour_log_probs_are_those_of_the_tempered_distribution(setup, fake, tmp_path):
-    from botgrpo.trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.models.policy import completion_logprobs, pack
     trainer = vllm_trainer(setup, tmp_path / "run", rollout={"sampling": {"max_new_tokens": 8, "temperature": 0.7}})
     try:
         batch = trainer.engine.generate([e.prompt for e in trainer.examples[:2]], 3, trainer.cfg.rollout.sampling,

@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from botgrpo.trainer import sft as sft_module
+from botgrpo.trainer.models import sft as sft_module
 from botgrpo.trainer.tasks import react
 
 

@@ -1,4 +1,4 @@
-"""The GGUF converter (trainer/pretrained.py, `botgrpo convert-gguf`) on tiny GGUF files written
+"""The GGUF converter (trainer/models/pretrained.py, `botgrpo convert-gguf`) on tiny GGUF files written
 here with the `gguf` package (tests/smollm2_tiny.py): every weight and token is known, so the
 round trip is checked exactly, in seconds. The real SmolLM2 file: tests/test_smollm2_real.py.
 
@@ -28,8 +28,8 @@ import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from tests.smollm2_tiny import TEXTS, TINY_TEMPLATE, tiny_llama, tiny_tokenizer, write_tiny_gguf  # noqa: E402
-from botgrpo.trainer import pretrained  # noqa: E402
-from botgrpo.trainer.pretrained import ConversionError, convert_gguf  # noqa: E402
+from botgrpo.trainer.models import pretrained  # noqa: E402
+from botgrpo.trainer.models.pretrained import ConversionError, convert_gguf  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
 
 def test_the_command_converts_and_the_trainer_samples_from_the_result(tiny, tmp_path, capsys):
     from botgrpo.cli import main
-    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.models.precision import load_causal_lm
     from botgrpo.trainer.rollout.base import SamplingParams
     from botgrpo.trainer.rollout.hf import HFEngine
     from botgrpo.trainer.rollout.prompts import PromptEncoder

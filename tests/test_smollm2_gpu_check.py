@@ -31,7 +31,7 @@ SMALL = ["--device", "cpu", "--skip", "hf", "vllm", "advantages", "--real-steps"
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    from botgrpo.trainer.pretrained import convert_gguf
+    from botgrpo.trainer.models.pretrained import convert_gguf
 
     root = tmp_path_factory.mktemp("tiny-smollm2")
     tokenizer = tiny_tokenizer()

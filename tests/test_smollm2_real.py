@@ -17,7 +17,7 @@ REQUIRED = bool(os.environ.get("BOTGRPO_REQUIRE_SMOLLM2"))
 if not (REQUIRED or os.environ.get("BOTGRPO_SMOLLM2")):
     pytest.skip("the real SmolLM2 file: make test-smollm2 (or BOTGRPO_SMOLLM2=1)", allow_module_level=True)
 
-from botgrpo.trainer import pretrained  # noqa: E402
+from botgrpo.trainer.models import pretrained  # noqa: E402
 
 try:
     SOURCE = pretrained.bundled_gguf(pretrained.SMOLLM2)
@@ -55,7 +55,7 @@ def test_the_checkpoint_is_the_files_and_loads_with_from_pretrained(checkpoint):
 def test_chat_prompts_and_sampling_go_through_the_trainers_loop(checkpoint):
     from transformers import AutoTokenizer
 
-    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.models.precision import load_causal_lm
     from botgrpo.trainer.rollout.base import SamplingParams
     from botgrpo.trainer.rollout.hf import HFEngine
     from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids

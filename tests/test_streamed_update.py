@@ -1,4 +1,4 @@
-"""The group-streamed update (trainer/streamed.py): each group's advantages and backward as its
+"""The group-streamed update (trainer/run/streamed.py): each group's advantages and backward as its
 rollouts are scored, one optimizer step, and the same parameters as the batch update."""
 import random
 import threading
@@ -10,10 +10,10 @@ import torch
 from botgrpo.trainer.config import nest
 from tests.tiny_setup import tiny_config, tiny_math_setup
 from botgrpo.services.schemas import Result
-from botgrpo.trainer.advantages import ESTIMATORS, compute_advantages
-from botgrpo.trainer.loop import Trainer
+from botgrpo.trainer.algo.advantages import ESTIMATORS, compute_advantages
+from botgrpo.trainer.run.loop import Trainer
 from botgrpo.trainer.rewards import StreamedScores
-from botgrpo.trainer.streamed import GROUP_LOCAL_ESTIMATORS, group_rows, parts_of, streamable
+from botgrpo.trainer.run.streamed import GROUP_LOCAL_ESTIMATORS, group_rows, parts_of, streamable
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from botgrpo.trainer.tiny import train_tokenizer
+from botgrpo.trainer.models.tiny import train_tokenizer
 from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
 from tests.live_server import LiveServer
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from botgrpo.trainer.loop import Trainer
-from botgrpo.trainer.presets import PRESETS
+from botgrpo.trainer.run.loop import Trainer
+from botgrpo.trainer.algo.presets import PRESETS
 from botgrpo.trainer.rollout.alignment import token_spans
 from botgrpo.trainer.rollout.base import SamplingParams
 from botgrpo.trainer.rollout.hf import HFEngine
@@ -52,7 +52,7 @@ def test_rollouts_depend_only_on_prompt_seed_not_batch(setup):
 
 
 def test_behaviour_logprobs_match_the_training_forward(setup):
-    from botgrpo.trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.models.policy import completion_logprobs, pack
     engine = engine_for(setup)
     batch = engine.generate(["Compute 1 + 2.\n", "Compute (3 + 4) * 5 step by step.\n"], 3,
                             SamplingParams(max_new_tokens=20, temperature=0.7), seeds=[1, 2])
@@ -130,10 +130,10 @@ def test_every_preset_trains(setup, server, tmp_path, method):
 
 def test_no_update_when_every_group_is_filtered_out(setup):
     """Dynamic sampling can drop every group; Adam must then not move the weights on momentum."""
-    from botgrpo.trainer.algorithm import AlgorithmSettings
-    from botgrpo.trainer.distributed import Dist
-    from botgrpo.trainer.policy import pack
-    from botgrpo.trainer.update import UpdateBatch, policy_update
+    from botgrpo.trainer.algo.settings import AlgorithmSettings
+    from botgrpo.trainer.run.distributed import Dist
+    from botgrpo.trainer.models.policy import pack
+    from botgrpo.trainer.run.update import UpdateBatch, policy_update
     engine = engine_for(setup)
     batch = engine.generate(["Compute 1 + 2.\n"], 2, SamplingParams(max_new_tokens=8), seeds=[0])
     inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 2, engine.pad_id)

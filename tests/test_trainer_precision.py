@@ -8,7 +8,7 @@ from transformers import AutoModelForCausalLM
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
 from botgrpo.trainer.config import merge
-from botgrpo.trainer.loop import Trainer
+from botgrpo.trainer.run.loop import Trainer
 
 
 @pytest.fixture(scope="module")

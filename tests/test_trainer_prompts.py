@@ -8,7 +8,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from botgrpo.trainer.loop import Trainer
+from botgrpo.trainer.run.loop import Trainer
 from botgrpo.trainer.rollout.base import SamplingParams
 from botgrpo.trainer.rollout.hf import HFEngine
 

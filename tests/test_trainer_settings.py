@@ -22,7 +22,7 @@ def config(**values):
 
 
 def test_dapo_sampling_behaviour_is_preset_fields_not_the_methods_name():
-    from botgrpo.trainer.presets import preset
+    from botgrpo.trainer.algo.presets import preset
     dapo = preset("dapo")
     assert dapo.dynamic_sampling is True and dapo.overlong_buffer == 0.25 and dapo.overlong_penalty == 1.0
     assert preset("grpo").dynamic_sampling is False and preset("grpo").overlong_buffer == 0.0
@@ -36,8 +36,8 @@ def test_dapo_sampling_behaviour_is_preset_fields_not_the_methods_name():
 def test_a_new_preset_gets_dynamic_sampling_from_its_fields(setup, tmp_path, monkeypatch):
     """A preset registered under another name behaves as its fields say (the name is not consulted)."""
     from tests.test_trainer import _Scripted
-    from botgrpo.trainer.loop import Trainer
-    from botgrpo.trainer.presets import PRESETS, preset
+    from botgrpo.trainer.run.loop import Trainer
+    from botgrpo.trainer.algo.presets import PRESETS, preset
     monkeypatch.setitem(PRESETS, "my_dapo", preset("dapo"))
 
     class EqualFirstGroup(_Scripted):  # group 0 scores the same everywhere: dynamic sampling drops it
@@ -88,7 +88,7 @@ def test_options_an_estimator_does_not_take_are_refused_before_anything_loads():
 def test_pure_preset_with_grpo_estimator_trains(setup, tmp_path):
     """`--method pure --estimator grpo` used to crash after loading the models (temperature leaked)."""
     from tests.test_trainer import _Scripted
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
     trainer = Trainer(tiny_config(setup, tmp_path / "run", algorithm={"method": "pure", "estimator": "grpo"}, eval={"dataset": None}, log={"plot": False}, steps=1), reward_source=_Scripted())
     try:
         [record] = trainer.train()

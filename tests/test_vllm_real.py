@@ -38,8 +38,7 @@ CHATS = [[{"role": "user", "content": f"What is {a} + {b}? Answer with the numbe
 
 
 def _checkpoint() -> Path:
-    from botgrpo.trainer import pretrained
-
+    from botgrpo.trainer.models import pretrained
     path = Path(os.environ.get("SMOLLM2_DIR") or pretrained.default_checkpoint(pretrained.SMOLLM2))
     if not (path / "config.json").exists():
         if REQUIRED:
@@ -66,7 +65,7 @@ def engine():
 
 
 def hf_logprobs(model, batch, pad_id: int, temperature: float = 1.0) -> torch.Tensor:
-    from botgrpo.trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.models.policy import completion_logprobs, pack
 
     inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size, pad_id)
     with torch.no_grad():
@@ -105,7 +104,7 @@ def test_weights_after_an_optimizer_step_reach_vllm(engine):
         batch = engine.generate(CHATS[:2], 2, sampling, seeds=[5, 6])
         engine.model.train()
         optimizer = torch.optim.SGD(engine.model.parameters(), lr=0.5)
-        from botgrpo.trainer.policy import completion_logprobs, pack
+        from botgrpo.trainer.models.policy import completion_logprobs, pack
         inputs = pack(batch.prompt_ids, batch.completion_ids, batch.completion_mask, 2, engine.pad_id)
         loss = -(completion_logprobs(engine.model, *inputs) * batch.completion_mask).sum() / batch.completion_mask.sum()
         loss.backward()
@@ -125,10 +124,10 @@ def test_weights_after_an_optimizer_step_reach_vllm(engine):
 
 
 def test_lora_weights_after_an_optimizer_step_reach_vllm(engine):
-    """A LoRA policy (trainer/lora.py) in the engine's place: after a step that moves the adapter,
+    """A LoRA policy (trainer/models/lora.py) in the engine's place: after a step that moves the adapter,
     vLLM samples with the merged weights W + (alpha / r) B A handed over under the base names."""
-    from botgrpo.trainer.lora import LoraSettings, apply_lora, trainable_parameters
-    from botgrpo.trainer.policy import completion_logprobs, pack
+    from botgrpo.trainer.models.lora import LoraSettings, apply_lora, trainable_parameters
+    from botgrpo.trainer.models.policy import completion_logprobs, pack
 
     plain, sampling = engine.model, SamplingParams(max_new_tokens=16)
     policy = apply_lora(copy.deepcopy(plain), LoraSettings(r=8, alpha=16))
@@ -228,7 +227,7 @@ def test_truncation_is_length_and_flagged(engine):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A tiny Qwen2 policy (head size 64, as vLLM's CPU attention takes) and arithmetic prompts."""
-    from botgrpo.trainer.sft import build_tiny_policy
+    from botgrpo.trainer.models.sft import build_tiny_policy
     from botgrpo.trainer.tasks import arith
     from botgrpo.trainer.tasks.base import write_jsonl
 

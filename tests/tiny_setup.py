@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from botgrpo.trainer.sft import build_tiny_policy
+from botgrpo.trainer.models.sft import build_tiny_policy
 from botgrpo.trainer.tasks import arith
 from botgrpo.trainer.tasks.base import write_jsonl
 

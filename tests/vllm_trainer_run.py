@@ -12,7 +12,7 @@ def main(argv: list[str]) -> None:
 
     from tests.test_trainer import _Scripted
     from tests.tiny_setup import tiny_config
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
 
     paths, out, steps = json.loads(argv[0]), argv[1], int(argv[2])
     cfg = tiny_config(paths, out, rollout={"engine": "vllm", "async_steps": 1 if "--async" in argv else 0, "sampling": {"max_new_tokens": 8}, "vllm": {"max_model_len": 256, "kwargs": {"enforce_eager": True}}}, eval={"dataset": None}, log={"plot": False}, checkpoint={"resume": "--resume" in argv, "save_every": 1}, steps=steps)

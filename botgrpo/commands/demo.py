@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from botgrpo.trainer.presets import PRESETS
+from botgrpo.trainer.algo.presets import PRESETS
 
 TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 HANDLED = ("out_dir", "method")  # --out and --method, shared by every demo

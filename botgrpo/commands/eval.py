@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     from botgrpo.trainer.data import load_examples
     from botgrpo.trainer.evaluate import evaluate
-    from botgrpo.trainer.precision import load_causal_lm
+    from botgrpo.trainer.models.precision import load_causal_lm
     from botgrpo.embedded import EmbeddedServer
     from botgrpo.trainer.rewards import RewardSource
     from botgrpo.trainer.rollout.base import SamplingParams

@@ -12,7 +12,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.algo.advantages import compute_advantages
 
 ROLLOUTS = [  # (description, token rewards)
     ("compiles, short", [1.0] * 6),

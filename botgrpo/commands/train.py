@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from botgrpo.embedded import reward_server_for
-    from botgrpo.trainer.loop import Trainer
+    from botgrpo.trainer.run.loop import Trainer
 
     cfg = build_config(args)
     check_paths(cfg)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(trainer, cfg, console) -> int:
-    from botgrpo.trainer.progress import progress_callback
+    from botgrpo.trainer.run.progress import progress_callback
 
     if trainer.d.main:
         console.print(describe(cfg))

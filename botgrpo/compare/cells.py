@@ -214,7 +214,7 @@ def validate(protocol: Protocol, start: dict[str, Any], scratch: Path) -> None:
 
 
 def latest_checkpoint(workdir: Path) -> Optional[Path]:
-    from botgrpo.trainer.checkpoint import latest
+    from botgrpo.trainer.run.checkpoint import latest
 
     return latest(workdir) if workdir.exists() else None
 

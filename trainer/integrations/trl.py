@@ -6,7 +6,7 @@ accelerate/DeepSpeed setups, loss types) stays TRL's. What changes:
 * reward functions return one score **per completion token** (``list[list[float]]``), with TRL's
   usual signature ``fn(prompts, completions, completion_ids, **columns)``; a BoT-GRPO reward
   server can stand in for (or join) them: ``reward_url=..., reward_task=...``;
-* the advantage of each token is BoT-GRPO's (:func:`botgrpo.trainer.advantages.bot_grpo`), a ``(B, T)``
+* the advantage of each token is BoT-GRPO's (:func:`botgrpo.trainer.algo.advantages.bot_grpo`), a ``(B, T)``
   tensor, instead of TRL's one value per completion.
 
 How, with the least of TRL overridden (tested with trl 1.16.0; supported range ``>=1.16,<1.17``,
@@ -36,7 +36,7 @@ import torch
 from trl import GRPOTrainer
 
 from botgrpo.services.client import RewardClient
-from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.algo.advantages import compute_advantages
 from botgrpo.trainer.rollout.alignment import token_spans
 
 TokenRewardFunc = Callable[..., Sequence[Optional[Sequence[float]]]]

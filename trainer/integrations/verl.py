@@ -48,8 +48,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from botgrpo.trainer.advantages import ESTIMATORS, compute_advantages
-from botgrpo.trainer.algorithm import keyword_options
+from botgrpo.trainer.algo.advantages import ESTIMATORS, compute_advantages
+from botgrpo.trainer.algo.settings import keyword_options
 
 DEFAULT_NAME = "bot_grpo"
 NAMES = ("bot_grpo", "bot_grpo_paper")

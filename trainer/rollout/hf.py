@@ -17,7 +17,7 @@ one global RNG, so a rollout depends on which other prompts share its batch. Her
   finished, because every sharded forward is a collective;
 * with ``source`` (the asynchronous pipeline) the engine samples from a model of its own and
   copies ``source``'s weights into it in :meth:`prepare` (on the trainer's thread, when the
-  policy has changed; a LoRA policy's merged, :func:`~trainer.lora.export_weights`): after
+  policy has changed; a LoRA policy's merged, :func:`~botgrpo.trainer.models.lora.export_weights`): after
   that, :meth:`generate` reads nothing of the policy, so it can run on another thread while
   the policy is updated.
 """
@@ -30,8 +30,8 @@ from typing import Optional, Sequence
 
 import torch
 
-from botgrpo.trainer.lora import base_model, export_weights
-from botgrpo.trainer.precision import autocast
+from botgrpo.trainer.models.lora import base_model, export_weights
+from botgrpo.trainer.models.precision import autocast
 from botgrpo.trainer.rollout.alignment import token_spans
 from botgrpo.trainer.rollout.base import RolloutBatch, SamplingParams
 from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids

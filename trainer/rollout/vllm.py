@@ -16,7 +16,7 @@ docs/trainer.md for what ran on a GPU.
   ``load_weights`` and its post-processing) is fed full tensors: under FSDP each parameter is
   gathered (``DTensor.full_tensor``) one at a time, cast to the engine's dtype first; a LoRA
   policy's adapted layers as ``W + (alpha / r) · B A`` under the base model's names
-  (:func:`~trainer.lora.export_weights`).
+  (:func:`~botgrpo.trainer.models.lora.export_weights`).
 * **Sleep level 2, tagged wake-ups.** Between generations the engine sleeps at level 2 (weights
   and KV cache freed: nothing of vLLM's stays on the GPU during the update). Before a generation
   it wakes the weights only, loads the policy's weights into them, then wakes the KV cache, so
@@ -55,7 +55,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from botgrpo.trainer.lora import export_weights
+from botgrpo.trainer.models.lora import export_weights
 from botgrpo.trainer.rollout.alignment import token_spans
 from botgrpo.trainer.rollout.base import RolloutBatch, SamplingParams
 from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids

@@ -1,6 +1,6 @@
 """Padding-free micro-batches for the update's forward (and the old/reference log-prob passes).
 
-The padded layout (:func:`botgrpo.trainer.policy.pack`) gives every row the batch's widest prompt and
+The padded layout (:func:`botgrpo.trainer.models.policy.pack`) gives every row the batch's widest prompt and
 its longest completion, so a batch whose lengths vary pays for the longest everywhere. Here each
 micro-batch is **one row**: for each of its rollouts, the prompt followed by the completion (less
 its last token, which predicts nothing), with ``position_ids`` restarting at 0 per sequence.
@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from botgrpo.trainer.distributed import Dist, global_max
+from botgrpo.trainer.run.distributed import Dist, global_max
 
 PACKED_ATTENTION = "botgrpo_packed_sdpa"
 

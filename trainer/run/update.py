@@ -5,7 +5,7 @@ loss is scaled by the world size because DDP averages gradients: so micro-batchi
 parallelism leave the gradient equal to the single-process, single-pass one.
 
 Old and reference log-probs (:func:`batch_logprobs`) go through the very forward the update
-uses: the same layout and micro-batches (padded or packed, :mod:`botgrpo.trainer.policy`), the same
+uses: the same layout and micro-batches (padded or packed, :mod:`botgrpo.trainer.models.policy`), the same
 autocast, dropout off. So on the first pass the ratio is exactly 1 (``first_ratio_error`` in the
 diagnostics says how far from 1 it is). With an asynchronous pipeline the old log-probs are the
 behaviour policy's, as the engine returned them, and the ratio is against those.
@@ -21,17 +21,17 @@ from typing import Any, Optional
 
 import torch
 
-from botgrpo.trainer.algorithm import AlgorithmSettings
-from botgrpo.trainer.distributed import Dist, global_sum
-from botgrpo.trainer.losses import KL_ESTIMATORS, POLICY_LOSSES, aggregate, lookup
-from botgrpo.trainer.policy import PaddedLayout
-from botgrpo.trainer.precision import autocast
+from botgrpo.trainer.algo.settings import AlgorithmSettings
+from botgrpo.trainer.run.distributed import Dist, global_sum
+from botgrpo.trainer.algo.losses import KL_ESTIMATORS, POLICY_LOSSES, aggregate, lookup
+from botgrpo.trainer.models.policy import PaddedLayout
+from botgrpo.trainer.models.precision import autocast
 
 
 @dataclass
 class UpdateBatch:
     """A scored batch for the update: its layout (a packed or padded layout, or the padded tensors
-    of :func:`botgrpo.trainer.policy.pack`, split into micro-batches when the update runs) and,
+    of :func:`botgrpo.trainer.models.policy.pack`, split into micro-batches when the update runs) and,
     per completion token, what the loss needs."""
 
     layout: Any                  # a layout, or pack()'s (input_ids, attention, positions, prompt_width)
@@ -51,7 +51,7 @@ def _layout(inputs, micro_batch_size: int):
 @torch.no_grad()
 def batch_logprobs(model, inputs, *, temperature: float, micro_batch_size: int, bf16: bool) -> torch.Tensor:
     """``(B, T)`` log-probs on CPU, in the update's layout, micro-batches and autocast (eval mode,
-    no grad). ``inputs``: :func:`botgrpo.trainer.policy.pack`'s tuple or a layout."""
+    no grad). ``inputs``: :func:`botgrpo.trainer.models.policy.pack`'s tuple or a layout."""
     device = next(model.parameters()).device
     layout = _layout(inputs, micro_batch_size)
     was_training = model.training

@@ -5,9 +5,9 @@ all ranks agree), sample G rollouts per prompt, send them to the reward server, 
 reference log-probs while the server scores, shape rewards (overlong penalty, dynamic
 sampling), estimate advantages and update. Checkpoints, metrics and evaluations around it.
 
-With ``async_steps: 1`` (:mod:`botgrpo.trainer.pipeline`) the next step's rollouts are sampled and
+With ``async_steps: 1`` (:mod:`botgrpo.trainer.run.pipeline`) the next step's rollouts are sampled and
 scored on a background thread while this step updates; on-policy is the default. On-policy,
-the update is group-streamed where that is exact (``streamed_update``, :mod:`botgrpo.trainer.streamed`):
+the update is group-streamed where that is exact (``streamed_update``, :mod:`botgrpo.trainer.run.streamed`):
 each group's advantages and backward as soon as its rollouts are scored, one optimizer step.
 """
 from __future__ import annotations
@@ -23,25 +23,27 @@ from typing import Any, Optional
 import torch
 from transformers import AutoTokenizer
 
-from botgrpo.trainer import checkpoint, lora
-from botgrpo.trainer.advantages import compute_advantages
+from botgrpo.trainer.run import checkpoint
+
+from botgrpo.trainer.models import lora
+from botgrpo.trainer.algo.advantages import compute_advantages
 from botgrpo.trainer.config import TrainConfig
 from botgrpo.trainer.data import PromptOrder, load_examples
-from botgrpo.trainer.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
+from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
                                  load_full_state_dicts, unwrap, wrap)
 from botgrpo.trainer.evaluate import evaluate
-from botgrpo.trainer.packing import enable_packed_attention
-from botgrpo.trainer.pipeline import Rollouts
-from botgrpo.trainer.policy import make_layout
-from botgrpo.trainer.precision import disable_dropout, enable_gradient_checkpointing, load_causal_lm
+from botgrpo.trainer.models.packing import enable_packed_attention
+from botgrpo.trainer.run.pipeline import Rollouts
+from botgrpo.trainer.models.policy import make_layout
+from botgrpo.trainer.models.precision import disable_dropout, enable_gradient_checkpointing, load_causal_lm
 from botgrpo.trainer.rewards import RewardSource, ScoredBatch
 from botgrpo.trainer.rollout.base import RolloutBatch
 from botgrpo.trainer.rollout.hf import HFEngine
 from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids
-from botgrpo.trainer.shaping import informative_groups, overlong_penalty
-from botgrpo.trainer.streamed import run_streamed_update, streamable
-from botgrpo.trainer.tracking import MetricsLog, plot, read
-from botgrpo.trainer.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
+from botgrpo.trainer.algo.shaping import informative_groups, overlong_penalty
+from botgrpo.trainer.run.streamed import run_streamed_update, streamable
+from botgrpo.trainer.run.tracking import MetricsLog, plot, read
+from botgrpo.trainer.run.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
 
 
 def _schedule(cfg: TrainConfig):
@@ -92,7 +94,7 @@ class Trainer:
         # the policy's weights before each update
         self._sampler = (copy.deepcopy(model).eval().requires_grad_(False)
                          if cfg.rollout.async_steps and cfg.rollout.engine == "hf" else None)
-        if cfg.optim.lora is not None:  # adapters on the frozen model (botgrpo.trainer.lora)
+        if cfg.optim.lora is not None:  # adapters on the frozen model (botgrpo.trainer.models.lora)
             model = lora.apply_lora(model, cfg.optim.lora)
         self.ref = None
         if self.algo.kl_coef > 0:  # no reference model at all unless the KL term is on
@@ -202,7 +204,7 @@ class Trainer:
                            micro_batch_size=self.cfg.optim.micro_batch_size, micro_batch_tokens=self.cfg.optim.micro_batch_tokens)
 
     def _streamed_update(self, batch: RolloutBatch, pending, ref_logp: Optional[torch.Tensor]) -> dict[str, float]:
-        """Group by group as the scores arrive (:mod:`botgrpo.trainer.streamed`), one optimizer step."""
+        """Group by group as the scores arrive (:mod:`botgrpo.trainer.run.streamed`), one optimizer step."""
         update = StreamedUpdate(self.model, self.optimizer, self.algo, rows=batch.completion_mask.shape[0],
                                 temperature=self.cfg.rollout.sampling.temperature, norm_len=self.cfg.rollout.sampling.max_new_tokens,
                                 bf16=self.bf16)

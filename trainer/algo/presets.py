@@ -5,7 +5,7 @@ dynamic sampling and overlong penalty): the trainer reads the fields, never the 
 """
 from __future__ import annotations
 
-from botgrpo.trainer.algorithm import AlgorithmSettings
+from botgrpo.trainer.algo.settings import AlgorithmSettings
 
 PRESETS: dict[str, AlgorithmSettings] = {
     # Length-weighted bag of tokens over token rewards; PPO-clip; every token weighs the same. The

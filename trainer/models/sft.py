@@ -60,7 +60,7 @@ def build_tiny_policy(texts: Iterable[str], out_dir: str | Path, *, hidden: int 
     """
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    from botgrpo.trainer.tiny import train_tokenizer
+    from botgrpo.trainer.models.tiny import train_tokenizer
 
     out_dir = Path(out_dir)
     tokenizer = train_tokenizer(texts, vocab_size)

@@ -6,7 +6,7 @@ giving ``(n, T)`` tensors aligned with the rollout tensors' rows ``mb.rows``):
 * padded (:class:`PaddedLayout`, :func:`pack`): ``[left-padded prompt | completion | right
   padding]``, so that all completions start at the same column; micro-batches of
   ``micro_batch_size`` rows;
-* packed (:class:`botgrpo.trainer.packing.PackedLayout`): one row per micro-batch, no padding.
+* packed (:class:`botgrpo.trainer.models.packing.PackedLayout`): one row per micro-batch, no padding.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from botgrpo.trainer.packing import PackedLayout
+from botgrpo.trainer.models.packing import PackedLayout
 
 
 def pack(prompt_ids: Sequence[Sequence[int]], completion_ids: torch.Tensor, completion_mask: torch.Tensor,

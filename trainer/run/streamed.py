@@ -6,7 +6,7 @@ dynamic sampling drops a whole group or keeps it) and its rows of the loss mask.
 therefore takes the groups as they complete (:meth:`botgrpo.trainer.rewards.StreamedScores.next_groups`,
 fed by the reward server's NDJSON stream as results finish), computes their advantages with the
 same estimator call restricted to their rows, and runs their micro-batches' forward and
-backward (:class:`botgrpo.trainer.update.StreamedUpdate`), a few groups at a time in index order
+backward (:class:`botgrpo.trainer.run.update.StreamedUpdate`), a few groups at a time in index order
 (:func:`parts_of`), while the rest of the batch is still being scored; the optimizer steps once,
 when the last group is in. The resulting parameters equal the batch update's to float
 tolerance (``tests/test_streamed_update.py``).
@@ -27,8 +27,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from botgrpo.trainer.advantages import compute_advantages
-from botgrpo.trainer.update import STREAMABLE_AGGREGATIONS, StreamedUpdate
+from botgrpo.trainer.algo.advantages import compute_advantages
+from botgrpo.trainer.run.update import STREAMABLE_AGGREGATIONS, StreamedUpdate
 
 # Estimators whose advantage for a row depends only on its own group's rows (segment reductions
 # per group id, per-row transforms): computing them on a few whole groups gives the batch's

@@ -27,8 +27,8 @@ from typing import Iterator, Literal, Optional, Union
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from botgrpo.trainer.distributed import full_weights
-from botgrpo.trainer.precision import MASTER_DTYPE, load_causal_lm
+from botgrpo.trainer.run.distributed import full_weights
+from botgrpo.trainer.models.precision import MASTER_DTYPE, load_causal_lm
 
 MERGED_DIR = "merged"   # under the final checkpoint: the merged model, loadable with from_pretrained
 INSTALL_HINT = "LoRA needs peft: pip install 'botgrpo[lora]'"
@@ -129,7 +129,7 @@ def export_weights(model: torch.nn.Module, dtype: torch.dtype) -> Iterator[tuple
     """``(name, tensor)`` of the weights the policy computes with, one at a time, in the *base*
     model's names: for a peft model each adapted layer's ``W' = W + (alpha / r) · B A`` (summed in
     float32, then cast to ``dtype``), its bias and every other tensor as they are, no adapter
-    tensors; for any other model exactly :func:`~botgrpo.trainer.distributed.full_weights`."""
+    tensors; for any other model exactly :func:`~botgrpo.trainer.run.distributed.full_weights`."""
     if is_lora(model):
         return _merged_weights(model, dtype)
     return full_weights(model, dtype)
@@ -138,7 +138,7 @@ def export_weights(model: torch.nn.Module, dtype: torch.dtype) -> Iterator[tuple
 # ---------------------------------------------------------------------- the reference policy
 class AdapterDisabled:
     """The policy with its adapter switched off, i.e. the base model: the KL term's reference
-    without a second copy. Quacks like a model for :func:`~botgrpo.trainer.update.batch_logprobs`
+    without a second copy. Quacks like a model for :func:`~botgrpo.trainer.run.update.batch_logprobs`
     (call, ``parameters``, ``training``/``train``/``eval``, which are the policy's own)."""
 
     def __init__(self, model):

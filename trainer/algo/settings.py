@@ -1,6 +1,6 @@
 """What a method is: the update rule's three axes and the sampling-side behaviour, as settings.
 
-A method preset (:mod:`botgrpo.trainer.presets`) is one :class:`AlgorithmSettings`; a training config
+A method preset (:mod:`botgrpo.trainer.algo.presets`) is one :class:`AlgorithmSettings`; a training config
 overrides any field of it. Every behaviour a method has is a field here, so nothing in the
 trainer asks which method it is running (DAPO's dynamic sampling and overlong penalty included).
 
@@ -25,13 +25,13 @@ class AlgorithmSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    estimator: str = Field("bot_grpo", description="advantage estimator (trainer.advantages.ESTIMATORS)")
+    estimator: str = Field("bot_grpo", description="advantage estimator (trainer.algo.advantages.ESTIMATORS)")
     estimator_options: dict[str, Any] = Field(default_factory=dict, description="keyword options of the estimator, e.g. {eps: 1e-6}")
-    policy_loss: str = Field("ppo_clip", description="policy loss (trainer.losses.POLICY_LOSSES)")
+    policy_loss: str = Field("ppo_clip", description="policy loss (trainer.algo.losses.POLICY_LOSSES)")
     eps_low: float = Field(0.2, ge=0, lt=1, description="lower clip range: ratio >= 1 - eps_low")
     eps_high: float = Field(0.2, ge=0, description="upper clip range: ratio <= 1 + eps_high")
-    aggregation: str = Field("token-mean", description="loss aggregation (trainer.losses.AGGREGATIONS)")
-    kl_estimator: str = Field("k3", description="KL estimator (trainer.losses.KL_ESTIMATORS)")
+    aggregation: str = Field("token-mean", description="loss aggregation (trainer.algo.losses.AGGREGATIONS)")
+    kl_estimator: str = Field("k3", description="KL estimator (trainer.algo.losses.KL_ESTIMATORS)")
     kl_coef: float = Field(0.0, ge=0, description="weight of the KL penalty; 0 loads no reference model")
     dynamic_sampling: bool = Field(False, description="drop groups whose rewards are all equal from the loss (DAPO)")
     overlong_buffer: float = Field(0.0, ge=0, le=1, description="soft overlong penalty zone, as a share of "
@@ -48,7 +48,7 @@ class AlgorithmSettings(BaseModel):
 
     @model_validator(mode="after")
     def _estimator_takes_its_options(self) -> "AlgorithmSettings":
-        from botgrpo.trainer.advantages import ESTIMATORS
+        from botgrpo.trainer.algo.advantages import ESTIMATORS
         accepted = keyword_options(ESTIMATORS[self.estimator])
         for option in self.estimator_options:
             if option not in accepted:
@@ -85,7 +85,7 @@ def resolve(base: AlgorithmSettings, overrides: Mapping[str, Any]) -> AlgorithmS
 
 def _registries() -> dict[str, tuple[Mapping[str, Any], str]]:
     """Field -> (registry, what it holds). Imported late: settings load before torch is needed."""
-    from botgrpo.trainer.advantages import ESTIMATORS
-    from botgrpo.trainer.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES
+    from botgrpo.trainer.algo.advantages import ESTIMATORS
+    from botgrpo.trainer.algo.losses import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES
     return {"estimator": (ESTIMATORS, "advantage estimator"), "policy_loss": (POLICY_LOSSES, "policy loss"),
             "aggregation": (AGGREGATIONS, "loss aggregation"), "kl_estimator": (KL_ESTIMATORS, "KL estimator")}
