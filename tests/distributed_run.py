@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
+from botgrpo.embedded import reward_server_for
 from botgrpo.trainer.config import TrainConfig
 from botgrpo.trainer.run.distributed import unwrap
-from botgrpo.embedded import reward_server_for
 from botgrpo.trainer.run.loop import Trainer
 
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from tests.reference_advantages import NAIVE
 from botgrpo.trainer.algo.advantages import ESTIMATORS, RECOMMENDED_MIN_STD, compute_advantages, reward_to_go, softmin_to_go
+from tests.reference_advantages import NAIVE
 
 
 def batch(rows, groups, dtype=torch.float32):

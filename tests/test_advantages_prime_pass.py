@@ -7,9 +7,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from tests.test_advantages import batch, batches, flat, valid
 from botgrpo.services.recipe import DEFAULT_LOCAL_WEIGHT
 from botgrpo.trainer.algo.advantages import compute_advantages
+from tests.test_advantages import batch, batches, flat, valid
 
 
 def weighted_mean(adv, mask, rows):

@@ -8,10 +8,10 @@ import threading
 import pytest
 import torch
 
-from tests.test_trainer import _Scripted
-from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
 from botgrpo.trainer.config import merge
 from botgrpo.trainer.run.distributed import unwrap
+from tests.test_trainer import _Scripted
+from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
 
 
 @pytest.fixture(scope="module")

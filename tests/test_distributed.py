@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from botgrpo.trainer.config import merge
 from tests.live_server import LiveServer
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from botgrpo.trainer.config import merge
 
 SCRIPT = Path(__file__).with_name("distributed_run.py")
 
@@ -33,7 +33,9 @@ def run(tmp, setup, server, name, nproc, mode, **overrides):
     # streamed_update off: ranks > 1 always take the batch path, and one process is compared with
     # them on the same path (streamed = batch is tested in test_streamed_update.py; here AdamW would
     # turn the two paths' different rounding of gradients that are 0 in exact arithmetic into lr-sized steps)
-    values = dict(reward={"url": server.url}, eval={"dataset": None}, log={"plot": False}, rollout={"prompts_per_step": 4}, optim={"micro_batch_size": 4, "streamed_update": False}, steps=2, distributed=mode)
+    values = dict(reward={"url": server.url}, eval={"dataset": None}, log={"plot": False},
+                  rollout={"prompts_per_step": 4}, optim={"micro_batch_size": 4, "streamed_update": False}, steps=2,
+                  distributed=mode)
     values = merge(values, overrides)
     cfg = tiny_config(setup, out / "run", **values)
     (out / "cfg.json").write_text(cfg.model_dump_json())
@@ -112,7 +114,8 @@ def test_lora_under_ddp_resumes_exactly(env):
     lora = {"r": 4, "alpha": 8.0}
     rank0, rank1 = run(tmp, setup, server, "lora-straight", 2, "ddp", optim={"lora": lora}, steps=2)
     run(tmp, setup, server, "lora-first", 2, "ddp", optim={"lora": lora}, steps=1)
-    resumed = run(tmp, setup, server, "lora-resumed", 2, "ddp", optim={"lora": lora}, checkpoint={"resume": True}, steps=2, output_dir=str(tmp / "lora-first" / "run"))
+    resumed = run(tmp, setup, server, "lora-resumed", 2, "ddp", optim={"lora": lora}, checkpoint={"resume": True},
+                  steps=2, output_dir=str(tmp / "lora-first" / "run"))
     assert all(torch.equal(rank0[n], rank1[n]) for n in rank0)
     assert all(torch.equal(rank0[n], resumed[0][n]) and torch.equal(rank1[n], resumed[1][n]) for n in rank0)
     from transformers import AutoModelForCausalLM

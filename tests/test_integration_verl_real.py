@@ -27,8 +27,8 @@ from verl.trainer.config import AlgoConfig  # noqa: E402
 from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 
 import botgrpo.trainer.integrations.verl_plugin as plugin  # noqa: E402  (registers bot_grpo, botgrpo, botgrpo_<mode>)
-from tests.live_server import LiveServer  # noqa: E402
 from botgrpo.trainer.algo.advantages import compute_advantages  # noqa: E402
+from tests.live_server import LiveServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = "botgrpo.trainer.integrations.verl_plugin"

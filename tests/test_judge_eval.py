@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from botgrpo import judge_eval
 from botgrpo.reward_server.judge.client import JudgeClient, JudgeConfig
 from tests.judge_server import TinyJudgeServer, build_tiny_judge
-from botgrpo import judge_eval
 
 CARD = "```tsx\nexport default function Card() { return <section><h2>Card</h2></section>; }\n```"
 LIST = "```tsx\nexport default function List() { return <ul><li>one</li><li>two</li></ul>; }\n```"

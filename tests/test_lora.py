@@ -11,11 +11,11 @@ from transformers import AutoModelForCausalLM
 
 from botgrpo.trainer.config import merge
 from botgrpo.trainer.models import lora
-from botgrpo.trainer.run.distributed import full_weights, unwrap
 from botgrpo.trainer.models.packing import enable_packed_attention
 from botgrpo.trainer.models.policy import completion_logprobs, make_layout, pack
 from botgrpo.trainer.models.precision import disable_dropout, load_causal_lm
 from botgrpo.trainer.rollout.base import SamplingParams
+from botgrpo.trainer.run.distributed import full_weights, unwrap
 from botgrpo.trainer.run.update import batch_logprobs
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import straight_and_resumed, tiny_config, tiny_math_setup
@@ -211,7 +211,8 @@ def test_a_resumed_lora_runs_vllm_engine_starts_from_the_base_and_gets_the_merge
     first.train()
     first.close()
     assert not (tmp_path / "run" / "checkpoint-1" / "model.safetensors").exists()  # the adapter only
-    resumed = vllm_trainer(setup, tmp_path / "run", steps=2, optim={"lora": SETTINGS}, rollout={"vllm": {"sleep": False}}, checkpoint={"resume": True})
+    resumed = vllm_trainer(setup, tmp_path / "run", steps=2, optim={"lora": SETTINGS},
+                           rollout={"vllm": {"sleep": False}}, checkpoint={"resume": True})
     try:
         assert resumed.step == 1 and fake_vllm.LLM.instances[-1].kwargs["model"] == setup["model"]
         merged = dict(lora.export_weights(resumed.model, torch.float32))

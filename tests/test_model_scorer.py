@@ -4,13 +4,13 @@ import threading
 import pytest
 import torch
 
-from botgrpo.trainer.models.tiny import save_token_classifier
 from botgrpo.reward_server.scorers.base import Rollout
 from botgrpo.reward_server.scorers.model import ModelOptions, ModelScorer, _to_scores
 from botgrpo.reward_server.service import ScoringService
 from botgrpo.reward_server.settings import ServerSettings
 from botgrpo.reward_server.spans import char_scores, token_minima
 from botgrpo.services.queue import WorkItem
+from botgrpo.trainer.models.tiny import save_token_classifier
 
 TEXTS = ["First 3 * 4 = 12. Then 12 + 5 = 17. So \\boxed{17}.", "export default function A() { return <p>hi</p>; }",
          "the answer is 42", "x = 1 + 1"] * 10

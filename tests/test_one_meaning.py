@@ -7,11 +7,11 @@ from pathlib import Path
 
 import torch
 
-from botgrpo.trainer.algo.advantages import RECOMMENDED_MIN_STD, compute_advantages
-from botgrpo.trainer.config import AlgorithmSection
 from botgrpo.demo import DemoSettings
-from botgrpo.trainer.integrations.verl import DEFAULT_NAME, bot_grpo_advantage
+from botgrpo.trainer.algo.advantages import RECOMMENDED_MIN_STD, compute_advantages
 from botgrpo.trainer.algo.presets import preset
+from botgrpo.trainer.config import AlgorithmSection
+from botgrpo.trainer.integrations.verl import DEFAULT_NAME, bot_grpo_advantage
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from tests.test_trainer import _Scripted
-from botgrpo.trainer.config import merge
-from tests.tiny_setup import tiny_config, tiny_math_setup
 from botgrpo.trainer.algo.settings import AlgorithmSettings
+from botgrpo.trainer.config import merge
 from botgrpo.trainer.run.distributed import Dist
+from tests.test_trainer import _Scripted
+from tests.tiny_setup import tiny_config, tiny_math_setup
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
+from benchmarks import smollm2_rl
 from botgrpo.cli import build_parser
 from botgrpo.commands import demo as demo_command
 from botgrpo.compare.stats import paired_verdict
-from benchmarks import smollm2_rl
 from botgrpo.trainer.rollout import choice
 from botgrpo.trainer.tasks.chat_arith import ChatArith
 

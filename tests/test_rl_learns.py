@@ -35,7 +35,11 @@ def test_bot_grpo_raises_the_held_out_success_rate(tmp_path):
     write_jsonl(tmp_path / "train.jsonl", prompts(64, 1))
     write_jsonl(tmp_path / "eval.jsonl", prompts(32, 2))
     cfg = TrainConfig.model_validate(dict(
-        model=str(tmp_path / "model"), data={"dataset": str(tmp_path / "train.jsonl")}, eval={"dataset": str(tmp_path / "eval.jsonl"), "prompts": 32}, reward={"task": "math"}, algorithm={"method": "bot_grpo"}, rollout={"group_size": 8, "prompts_per_step": 4, "sampling": {"max_new_tokens": 8}}, optim={"lr": 3e-3}, log={"tensorboard": False, "progress": False, "plot": False}, output_dir=str(tmp_path / "run"), steps=12))
+        model=str(tmp_path / "model"), output_dir=str(tmp_path / "run"), steps=12,
+        data={"dataset": str(tmp_path / "train.jsonl")}, algorithm={"method": "bot_grpo"},
+        rollout={"group_size": 8, "prompts_per_step": 4, "sampling": {"max_new_tokens": 8}},
+        reward={"task": "math"}, optim={"lr": 3e-3}, eval={"dataset": str(tmp_path / "eval.jsonl"), "prompts": 32},
+        log={"tensorboard": False, "progress": False, "plot": False}))
     with reward_server_for(cfg) as served:
         trainer = Trainer(served)
         try:

@@ -10,11 +10,11 @@ import torch
 
 from botgrpo.trainer.config import merge
 from botgrpo.trainer.models.tiny import train_tokenizer
+from botgrpo.trainer.rollout.base import SamplingParams
+from botgrpo.trainer.rollout.vllm import to_batch
 from tests import fake_vllm
 from tests.test_trainer import _Scripted
 from tests.tiny_setup import tiny_config, tiny_math_setup
-from botgrpo.trainer.rollout.base import SamplingParams
-from botgrpo.trainer.rollout.vllm import to_batch
 
 
 @dataclass

@@ -6,8 +6,8 @@ import pytest
 
 from botgrpo.cli import COMMANDS, main
 from botgrpo.services.settings import SettingsError, load
-from botgrpo.trainer.algo.settings import AlgorithmSettings
 from botgrpo.trainer.algo.presets import PRESETS, preset
+from botgrpo.trainer.algo.settings import AlgorithmSettings
 
 
 def test_layers_defaults_yaml_env_flags(tmp_path):

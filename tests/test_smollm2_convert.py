@@ -27,9 +27,9 @@ if MISSING:
 import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
-from tests.smollm2_tiny import TEXTS, TINY_TEMPLATE, tiny_llama, tiny_tokenizer, write_tiny_gguf  # noqa: E402
 from botgrpo.trainer.models import pretrained  # noqa: E402
 from botgrpo.trainer.models.pretrained import ConversionError, convert_gguf  # noqa: E402
+from tests.smollm2_tiny import TEXTS, TINY_TEMPLATE, tiny_llama, tiny_tokenizer, write_tiny_gguf  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ import time
 import pytest
 import torch
 
-from botgrpo.trainer.config import nest
-from tests.tiny_setup import tiny_config, tiny_math_setup
 from botgrpo.services.schemas import Result
 from botgrpo.trainer.algo.advantages import ESTIMATORS, compute_advantages
-from botgrpo.trainer.run.loop import Trainer
+from botgrpo.trainer.config import nest
 from botgrpo.trainer.rewards import StreamedScores
+from botgrpo.trainer.run.loop import Trainer
 from botgrpo.trainer.run.streamed import GROUP_LOCAL_ESTIMATORS, group_rows, parts_of, streamable
+from tests.tiny_setup import tiny_config, tiny_math_setup
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +215,8 @@ def test_a_step_with_nothing_in_the_loss_does_not_move_the_weights(setup, tmp_pa
             threading.Thread(target=deliver, daemon=True).start()
             return scores
 
-    cfg = tiny_config(setup, tmp_path, steps=1, eval={"dataset": None}, log={"plot": False}, algorithm={"method": "dapo", "overlong_buffer": 0.0})
+    cfg = tiny_config(setup, tmp_path, steps=1, eval={"dataset": None}, log={"plot": False},
+                      algorithm={"method": "dapo", "overlong_buffer": 0.0})
     trainer = Trainer(cfg, reward_source=AllEqual())
     try:
         before = [p.detach().clone() for p in trainer.model.parameters()]
@@ -232,7 +233,8 @@ def test_the_batch_path_where_streaming_would_not_be_exact(setup, tmp_path):
     assert streamable(cfg, algo, 1, stream) is None
     assert "rank" in streamable(cfg, algo, 2, stream)
     assert "stream" in streamable(cfg, algo, 1, object())
-    assert "num_iterations" in streamable(cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"num_iterations": 2})}), algo, 1, stream)
+    assert "num_iterations" in streamable(cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"num_iterations": 2})}),
+                                          algo, 1, stream)
     assert "async" in streamable(cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"async_steps": 1})}), algo, 1, stream)
     assert "off" in streamable(cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"streamed_update": False})}), algo, 1, stream)
     assert "group-local" in streamable(cfg, algo.model_copy(update={"estimator": "someone_elses"}), 1, stream)

@@ -7,16 +7,16 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from botgrpo.trainer.models.tiny import train_tokenizer
-from botgrpo.reward_server.spans import compose
 from botgrpo.reward_server.scorers.base import ScoreResult, SpanScore
-from tests.live_server import LiveServer
-from tests.tiny_setup import tiny_config, tiny_math_setup
-from botgrpo.trainer.run.loop import Trainer
+from botgrpo.reward_server.spans import compose
 from botgrpo.trainer.algo.presets import PRESETS
+from botgrpo.trainer.models.tiny import train_tokenizer
 from botgrpo.trainer.rollout.alignment import token_spans
 from botgrpo.trainer.rollout.base import SamplingParams
 from botgrpo.trainer.rollout.hf import HFEngine
+from botgrpo.trainer.run.loop import Trainer
+from tests.live_server import LiveServer
+from tests.tiny_setup import tiny_config, tiny_math_setup
 
 REQUIRED = {"step", "reward_mean", "reward_std", "pass_rate", "spec_rate", "kl", "entropy", "clip_frac",
             "completion_len_mean", "tokens_per_s", "time_generate", "time_score", "time_train"}
@@ -81,7 +81,8 @@ def test_alignment_with_tokens_that_cross_line_breaks():
 
 
 def test_few_steps_through_the_real_server(setup, server, tmp_path):
-    cfg = tiny_config(setup, tmp_path / "run", reward={"url": server.url}, algorithm={"kl_coef": 0.05}, optim={"num_iterations": 2}, steps=3)
+    cfg = tiny_config(setup, tmp_path / "run", reward={"url": server.url}, algorithm={"kl_coef": 0.05},
+                      optim={"num_iterations": 2}, steps=3)
     trainer = Trainer(cfg)
     try:
         records = trainer.train()
@@ -108,7 +109,8 @@ def test_resume_continues_exactly(setup, server, tmp_path):
     first = Trainer(tiny_config(setup, tmp_path / "b", reward={"url": server.url}, eval={"dataset": None}, steps=2))
     first.train()
     first.close()
-    resumed = Trainer(tiny_config(setup, tmp_path / "b", reward={"url": server.url}, eval={"dataset": None}, checkpoint={"resume": True}, steps=4))
+    resumed = Trainer(tiny_config(setup, tmp_path / "b", reward={"url": server.url}, eval={"dataset": None},
+                                  checkpoint={"resume": True}, steps=4))
     assert resumed.step == 2
     resumed.train()
     resumed.close()
@@ -118,7 +120,8 @@ def test_resume_continues_exactly(setup, server, tmp_path):
 
 @pytest.mark.parametrize("method", sorted(set(PRESETS) - {"bot_grpo"}))  # bot_grpo: the other tests
 def test_every_preset_trains(setup, server, tmp_path, method):
-    trainer = Trainer(tiny_config(setup, tmp_path / method, reward={"url": server.url}, algorithm={"method": method}, eval={"dataset": None}, log={"plot": False}, steps=1))
+    trainer = Trainer(tiny_config(setup, tmp_path / method, reward={"url": server.url}, algorithm={"method": method},
+                                  eval={"dataset": None}, log={"plot": False}, steps=1))
     try:
         [record] = trainer.train()
     finally:
@@ -191,7 +194,8 @@ class _Scripted:
 def test_unscored_rollouts_are_left_out_not_punished(setup, tmp_path, method):
     """Whatever scores sit under an unscored rollout, the update is the same: it is not in the loss."""
     def one_step(value):
-        cfg = tiny_config(setup, tmp_path / f"{method}-{value}", algorithm={"method": method}, eval={"dataset": None}, log={"plot": False}, steps=1)
+        cfg = tiny_config(setup, tmp_path / f"{method}-{value}", algorithm={"method": method}, eval={"dataset": None},
+                          log={"plot": False}, steps=1)
         trainer = Trainer(cfg, reward_source=_Scripted(unscored=(0, 3, 5), unscored_value=value))
         try:
             [record] = trainer.train()
@@ -210,7 +214,8 @@ def test_unscored_rollouts_from_the_real_server_are_counted(setup, server, tmp_p
     (tmp_path / "half.jsonl").write_text("".join(
         json.dumps({"prompt": r["prompt"], "reference": r["reference"] if i % 2 else {}}) + "\n"
         for i, r in enumerate(rows)))
-    cfg = tiny_config({**setup, "dataset": str(tmp_path / "half.jsonl")}, tmp_path / "run", reward={"url": server.url}, eval={"dataset": None}, log={"plot": False}, steps=1)
+    cfg = tiny_config({**setup, "dataset": str(tmp_path / "half.jsonl")}, tmp_path / "run", reward={"url": server.url},
+                      eval={"dataset": None}, log={"plot": False}, steps=1)
     trainer = Trainer(cfg)
     try:
         [record] = trainer.train()

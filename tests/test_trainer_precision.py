@@ -5,10 +5,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from tests.test_trainer import _Scripted
-from tests.tiny_setup import tiny_config, tiny_math_setup
 from botgrpo.trainer.config import merge
 from botgrpo.trainer.run.loop import Trainer
+from tests.test_trainer import _Scripted
+from tests.tiny_setup import tiny_config, tiny_math_setup
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from tests.test_trainer import _Scripted
-from tests.tiny_setup import tiny_config, tiny_math_setup
-from botgrpo.trainer.run.loop import Trainer
 from botgrpo.trainer.rollout.base import SamplingParams
 from botgrpo.trainer.rollout.hf import HFEngine
+from botgrpo.trainer.run.loop import Trainer
+from tests.test_trainer import _Scripted
+from tests.tiny_setup import tiny_config, tiny_math_setup
 
 TEMPLATE = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
             "{% if add_generation_prompt %}[assistant] {% endif %}")

@@ -48,7 +48,8 @@ def test_a_new_preset_gets_dynamic_sampling_from_its_fields(setup, tmp_path, mon
             scored.token_rewards[: batch.group_size] = torch.where(batch.completion_mask[: batch.group_size], 1.0, 0.0)
             return future
 
-    trainer = Trainer(tiny_config(setup, tmp_path / "run", algorithm={"method": "my_dapo"}, eval={"dataset": None}, log={"plot": False}, steps=1),
+    trainer = Trainer(tiny_config(setup, tmp_path / "run", algorithm={"method": "my_dapo"}, eval={"dataset": None},
+                                  log={"plot": False}, steps=1),
                       reward_source=EqualFirstGroup())
     try:
         [record] = trainer.train()
@@ -89,7 +90,8 @@ def test_pure_preset_with_grpo_estimator_trains(setup, tmp_path):
     """`--method pure --estimator grpo` used to crash after loading the models (temperature leaked)."""
     from tests.test_trainer import _Scripted
     from botgrpo.trainer.run.loop import Trainer
-    trainer = Trainer(tiny_config(setup, tmp_path / "run", algorithm={"method": "pure", "estimator": "grpo"}, eval={"dataset": None}, log={"plot": False}, steps=1), reward_source=_Scripted())
+    trainer = Trainer(tiny_config(setup, tmp_path / "run", algorithm={"method": "pure", "estimator": "grpo"},
+                                  eval={"dataset": None}, log={"plot": False}, steps=1), reward_source=_Scripted())
     try:
         [record] = trainer.train()
     finally:

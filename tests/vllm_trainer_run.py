@@ -15,7 +15,11 @@ def main(argv: list[str]) -> None:
     from botgrpo.trainer.run.loop import Trainer
 
     paths, out, steps = json.loads(argv[0]), argv[1], int(argv[2])
-    cfg = tiny_config(paths, out, rollout={"engine": "vllm", "async_steps": 1 if "--async" in argv else 0, "sampling": {"max_new_tokens": 8}, "vllm": {"max_model_len": 256, "kwargs": {"enforce_eager": True}}}, eval={"dataset": None}, log={"plot": False}, checkpoint={"resume": "--resume" in argv, "save_every": 1}, steps=steps)
+    cfg = tiny_config(paths, out, steps=steps, eval={"dataset": None}, log={"plot": False},
+                      rollout={"engine": "vllm", "async_steps": 1 if "--async" in argv else 0,
+                               "sampling": {"max_new_tokens": 8},
+                               "vllm": {"max_model_len": 256, "kwargs": {"enforce_eager": True}}},
+                      checkpoint={"resume": "--resume" in argv, "save_every": 1})
     trainer = Trainer(cfg, reward_source=_Scripted())
     loads = []
     load = trainer.engine._load_weights

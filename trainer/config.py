@@ -24,10 +24,10 @@ from typing import Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-from botgrpo.trainer.algo.settings import FIELDS as ALGORITHM_FIELDS
-from botgrpo.trainer.algo.settings import AlgorithmSettings, resolve
-from botgrpo.trainer.models.lora import LoraSettings
 from botgrpo.trainer.algo.presets import PRESETS, preset
+from botgrpo.trainer.algo.settings import AlgorithmSettings, resolve
+from botgrpo.trainer.algo.settings import FIELDS as ALGORITHM_FIELDS
+from botgrpo.trainer.models.lora import LoraSettings
 from botgrpo.trainer.rollout.base import SamplingParams
 
 

@@ -36,9 +36,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from botgrpo.reward_server.scorers.base import SpanScore
-
 from botgrpo.reward_server.math.steps import Step
+from botgrpo.reward_server.scorers.base import SpanScore
 
 BLAME = -1.0
 

@@ -39,16 +39,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from botgrpo.services.recipe import RecipeOptions
 from botgrpo.reward_server.math.blame import BLAME, LOCAL_SIGNALS, BlameInput
 from botgrpo.reward_server.math.equivalence import Verdict, quick_verdict, symbolic_equal, warm_up
 from botgrpo.reward_server.math.extract import Extraction, extract_answer
 from botgrpo.reward_server.math.statements import reading_reason, reference_parts
 from botgrpo.reward_server.math.steps import Step, find_steps
-from botgrpo.sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
-
-from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
 from botgrpo.reward_server.references import MathReference
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult
+from botgrpo.sandbox.process_pool import ProcessPool, TaskOutcome, default_pool_size
+from botgrpo.services.recipe import RecipeOptions
 
 
 class MathOptions(RecipeOptions):

@@ -26,9 +26,8 @@ from typing import Any, ClassVar, Optional, Sequence
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from botgrpo.services.recipe import RecipeOptions
-
 from botgrpo.reward_server.scorers.base import Rollout, ScoreResult, SpanScore
+from botgrpo.services.recipe import RecipeOptions
 
 
 class ModelOptions(RecipeOptions):

@@ -32,16 +32,15 @@ from typing import Any, ClassVar, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from botgrpo.services.recipe import RecipeOptions
-from botgrpo.reward_server.react.extract import CodeBlock, extract_code
 from botgrpo.reward_server.react import render as rr
+from botgrpo.reward_server.react.extract import CodeBlock, extract_code
 from botgrpo.reward_server.react.local import BLAME, LOCAL_SIGNALS, CompileOutcome, Window
 from botgrpo.reward_server.react.spec import Spec, Violation, check_spec, declares_component
 from botgrpo.reward_server.references import ReactReference
+from botgrpo.reward_server.scorers.base import Rollout, ScoreResult, SpanScore
 from botgrpo.sandbox import isolation as iso
 from botgrpo.sandbox.node_pool import CompileResult, IsolationConfig, NodePool
-
-from botgrpo.reward_server.scorers.base import Rollout, ScoreResult, SpanScore
+from botgrpo.services.recipe import RecipeOptions
 
 PASS, FAIL = 1.0, -1.0
 # The retired token schemes as presets of the recipe's options (fields a request sets win).

@@ -17,19 +17,19 @@ from redis.commands.core import AsyncScript
 from botgrpo.services.queue.backoff import Backoff
 from botgrpo.services.queue.base import Outcome, OutcomeCollector, QueueFull, WorkItem, reject_oversized
 from botgrpo.services.queue.redis_streams import (
-    DEFAULT_GROUP,
-    DEFAULT_STREAM,
-    RESULTS_PREFIX,
-    SUBMIT_SCRIPT,
-    TRANSIENT_ERRORS,
-    MalformedEntry,
-    QueueKeys,
-    connect,
-    decode_outcome,
-    encode_item,
-    ensure_group,
-    result_key,
-)
+                                                  DEFAULT_GROUP,
+                                                  DEFAULT_STREAM,
+                                                  RESULTS_PREFIX,
+                                                  SUBMIT_SCRIPT,
+                                                  TRANSIENT_ERRORS,
+                                                  MalformedEntry,
+                                                  QueueKeys,
+                                                  connect,
+                                                  decode_outcome,
+                                                  encode_item,
+                                                  ensure_group,
+                                                  result_key,
+                                                  )
 
 log = logging.getLogger(__name__)
 # Results read from Redis per XREAD: a reader holds at most this many in memory beyond what its

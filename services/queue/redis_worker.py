@@ -43,22 +43,22 @@ from redis.exceptions import ResponseError
 from botgrpo.services.queue.backoff import Backoff, sleep_unless_stopped
 from botgrpo.services.queue.base import Handler, Outcome, WorkItem
 from botgrpo.services.queue.redis_streams import (
-    DEFAULT_DEAD_STREAM,
-    DEFAULT_GROUP,
-    DEFAULT_STREAM,
-    RECORD_SCRIPT,
-    RESULTS_PREFIX,
-    TAKE_SCRIPT,
-    TRANSIENT_ERRORS,
-    MalformedEntry,
-    QueueKeys,
-    connect,
-    decode_item,
-    encode_outcome,
-    ensure_group,
-    is_missing_group,
-    result_key,
-)
+                                                  DEFAULT_DEAD_STREAM,
+                                                  DEFAULT_GROUP,
+                                                  DEFAULT_STREAM,
+                                                  RECORD_SCRIPT,
+                                                  RESULTS_PREFIX,
+                                                  TAKE_SCRIPT,
+                                                  TRANSIENT_ERRORS,
+                                                  MalformedEntry,
+                                                  QueueKeys,
+                                                  connect,
+                                                  decode_item,
+                                                  encode_outcome,
+                                                  ensure_group,
+                                                  is_missing_group,
+                                                  result_key,
+                                                  )
 from botgrpo.services.queue.scoring import score_items
 
 log = logging.getLogger(__name__)

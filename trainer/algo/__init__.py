@@ -1,1 +1,2 @@
-"""The algorithm: advantage estimators, policy losses, reward shaping, method presets and their settings (the `core_algos` analogue)."""
+"""The algorithm: advantage estimators, policy losses, reward shaping, method presets and their
+settings (the `core_algos` analogue)."""

@@ -1,1 +1,2 @@
-"""Models: building and loading them (tiny, pretrained, SFT warm starts, LoRA), precision, and their forward for per-token log-probs (padded and packed)."""
+"""Models: building and loading them (tiny, pretrained, SFT warm starts, LoRA), precision, and
+their forward for per-token log-probs (padded and packed)."""

@@ -27,8 +27,8 @@ from typing import Iterator, Literal, Optional, Union
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from botgrpo.trainer.run.distributed import full_weights
 from botgrpo.trainer.models.precision import MASTER_DTYPE, load_causal_lm
+from botgrpo.trainer.run.distributed import full_weights
 
 MERGED_DIR = "merged"   # under the final checkpoint: the merged model, loadable with from_pretrained
 INSTALL_HINT = "LoRA needs peft: pip install 'botgrpo[lora]'"

@@ -23,24 +23,23 @@ from typing import Any, Optional
 import torch
 from transformers import AutoTokenizer
 
-from botgrpo.trainer.run import checkpoint
-
-from botgrpo.trainer.models import lora
 from botgrpo.trainer.algo.advantages import compute_advantages
+from botgrpo.trainer.algo.shaping import shape
 from botgrpo.trainer.config import TrainConfig
 from botgrpo.trainer.data import PromptOrder, load_examples
-from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
-                                 load_full_state_dicts, unwrap, wrap)
 from botgrpo.trainer.evaluate import evaluate
+from botgrpo.trainer.models import lora
 from botgrpo.trainer.models.packing import enable_packed_attention
-from botgrpo.trainer.run.pipeline import Rollouts
 from botgrpo.trainer.models.policy import make_layout
 from botgrpo.trainer.models.precision import disable_dropout, enable_gradient_checkpointing, load_causal_lm
 from botgrpo.trainer.rewards import RewardSource, ScoredBatch
 from botgrpo.trainer.rollout.base import RolloutBatch
 from botgrpo.trainer.rollout.hf import HFEngine
 from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids
-from botgrpo.trainer.algo.shaping import informative_groups, overlong_penalty
+from botgrpo.trainer.run import checkpoint
+from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
+                                             load_full_state_dicts, unwrap, wrap)
+from botgrpo.trainer.run.pipeline import Rollouts
 from botgrpo.trainer.run.streamed import run_streamed_update, streamable
 from botgrpo.trainer.run.tracking import MetricsLog, plot, read
 from botgrpo.trainer.run.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
@@ -179,23 +178,12 @@ class Trainer:
 
     def _shape(self, batch: RolloutBatch, scored: ScoredBatch,
                rows: Optional[list[int]] = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Rewards and the loss mask (of ``rows``, whole groups in order; default all): unscored
-        rollouts leave the loss (and their groups' statistics). Per rollout or per group only, so
-        shaping a few groups gives the batch's values for them."""
+        """:func:`botgrpo.trainer.algo.shaping.shape` of ``rows`` (whole groups, in order; default all)."""
         at = slice(None) if rows is None else torch.tensor(rows, dtype=torch.long)
-        ok = scored.scored[at]
-        token_rewards, mask = scored.token_rewards[at], batch.completion_mask[at] & ok[:, None]
-        seq_rewards = torch.where(ok, scored.seq_rewards[at], math.nan)
-        zone = self.cfg.overlong_zone()
-        if zone:
-            penalty = overlong_penalty(batch.lengths[at], self.cfg.rollout.sampling.max_new_tokens, zone,
-                                       self.algo.overlong_penalty)
-            token_rewards = torch.where(mask, token_rewards + penalty[:, None], 0.0)
-            seq_rewards = seq_rewards + penalty
-        if self.algo.dynamic_sampling:
-            groups = torch.arange(mask.shape[0]) // batch.group_size
-            mask &= informative_groups(seq_rewards, groups)[:, None]
-        return token_rewards, seq_rewards, mask
+        return shape(scored.token_rewards[at], scored.seq_rewards[at], scored.scored[at], batch.completion_mask[at],
+                     batch.lengths[at], batch.group_size, max_new_tokens=self.cfg.rollout.sampling.max_new_tokens,
+                     overlong_zone=self.cfg.overlong_zone(), overlong_factor=self.algo.overlong_penalty,
+                     dynamic_sampling=self.algo.dynamic_sampling)
 
     def _rows_layout(self, batch: RolloutBatch, rows: list[int]):
         """The update layout of some of the batch's rows (each with its own prompt)."""

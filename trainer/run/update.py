@@ -21,11 +21,11 @@ from typing import Any, Optional
 
 import torch
 
-from botgrpo.trainer.algo.settings import AlgorithmSettings
-from botgrpo.trainer.run.distributed import Dist, global_sum
 from botgrpo.trainer.algo.losses import KL_ESTIMATORS, POLICY_LOSSES, aggregate, lookup
+from botgrpo.trainer.algo.settings import AlgorithmSettings
 from botgrpo.trainer.models.policy import PaddedLayout
 from botgrpo.trainer.models.precision import autocast
+from botgrpo.trainer.run.distributed import Dist, global_sum
 
 
 @dataclass

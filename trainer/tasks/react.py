@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
 from botgrpo.trainer.tasks import react_blocks
+from botgrpo.trainer.tasks.base import Task, format_prompt, write_jsonl
 from botgrpo.trainer.tasks.react_corruptions import CORRUPTIONS, FENCE, SFT_MIX, corrupt
 from botgrpo.trainer.tasks.react_templates import TEMPLATES, Component
 
