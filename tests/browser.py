@@ -22,8 +22,9 @@ class Browser(Chromium):
         deadline = time.monotonic() + timeout_s
         self._call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
                                                           "mobile": False}, deadline, session=True)
+        self.evaluate("window.__stale = true")  # gone with this document's global: the wait sees only the new one
         self._call("Page.navigate", {"url": url}, deadline, session=True)
-        self.wait(ready, timeout_s)
+        self.wait(f"!window.__stale && document.body !== null && ({ready})", timeout_s)
 
     def wait(self, expression: str, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
