@@ -16,6 +16,7 @@ text, never offsets, so the page need not map Python's code points onto JavaScri
 """
 from __future__ import annotations
 
+import logging
 import time
 from bisect import bisect_left, bisect_right
 from collections import deque
@@ -26,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from botgrpo.services.schemas import Result, RewardRequest
 
+log = logging.getLogger(__name__)
 MAX_CHARS = 4000       # characters of a completion kept
 MAX_TOKENS = 2000      # tokens of a completion kept (its first; those starting in the kept characters are shown)
 MAX_NOTES = 100        # blame notes kept per rollout
@@ -157,10 +159,16 @@ class RolloutRing:
         self._seq = 0
 
     def record(self, request: RewardRequest, result: Result) -> None:
+        """Keep ``result`` (of ``request``); never raises: the inspector must not fail a response."""
         if not self.capacity:  # the inspector is off
             return
+        try:
+            entry = record_of(self._seq + 1, request, result)
+        except Exception:  # noqa: BLE001 - logged; the result is still sent
+            log.exception("the inspector could not record result %s", result.index)
+            return
         self._seq += 1
-        self._entries.append(record_of(self._seq, request, result))
+        self._entries.append(entry)
 
     def snapshot(self) -> list[Recorded]:
         """The entries, newest first."""

@@ -118,6 +118,9 @@ def test_the_ring_keeps_the_newest_and_capacity_zero_keeps_nothing():
         off.record(request, scored(request))
     assert [e.text for e in ring.snapshot()] == ["text 4", "text 3", "text 2"]
     assert off.snapshot() == []
+    stray = scored(request_of("a", "b"), index=1)  # a result its request cannot place: logged, not kept, no raise
+    ring.record(request_of("a"), stray)
+    assert [e.seq for e in ring.snapshot()] == [5, 4, 3]
 
 
 # ----------------------------------------------------------------------------------------- HTTP
