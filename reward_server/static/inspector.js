@@ -129,7 +129,7 @@ async function score() {
     const body = { task: $("task").value, options: json("options") ?? {}, rollouts: [rollout] };
     say("score-status", "scoring...");
     const reply = await call("v1/rewards", { method: "POST", body: JSON.stringify(body) });
-    const answer = await reply.json();
+    const answer = await reply.json().catch(() => ({ detail: reply.statusText }));
     if (!reply.ok) {
       const detail = typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail);
       throw new Error(`${reply.status}: ${detail}`);
