@@ -32,6 +32,7 @@ MAX_CHARS = 4000       # characters of a completion kept
 MAX_TOKENS = 2000      # tokens of a completion kept (its first; those starting in the kept characters are shown)
 MAX_NOTES = 100        # blame notes kept per rollout
 MAX_NOTE_CHARS = 300   # characters of one note (and of the reason, the error, the id)
+MAX_SCAN = 2000        # items of one detail list read for notes (bounded work on the event loop)
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,13 @@ def _span(item: Any) -> Optional[tuple[int, int]]:
     return (start, end) if ok and 0 <= start <= end else None
 
 
+def _items(value: Any) -> list[Any]:
+    return value[:MAX_SCAN] if isinstance(value, list) else []
+
+
 def _errors(details: dict[str, Any], value: Any) -> Iterable[Note]:
     """``errors``: the react scorer's compile and type errors."""
-    for item in value if isinstance(value, list) else ():
+    for item in _items(value):
         span = _span(item)
         if span:
             yield Note(*span, _cut(f"line {item.get('line')}: {item.get('message')}" if item.get("line") is not None
@@ -70,7 +75,7 @@ def _errors(details: dict[str, Any], value: Any) -> Iterable[Note]:
 
 def _lint(details: dict[str, Any], value: Any) -> Iterable[Note]:
     """``lint``: the react scorer's lint findings."""
-    for item in value if isinstance(value, list) else ():
+    for item in _items(value):
         span = _span(item)
         if span:
             yield Note(*span, _cut(f"lint {item.get('rule')}: {item.get('message')}"))
@@ -78,7 +83,7 @@ def _lint(details: dict[str, Any], value: Any) -> Iterable[Note]:
 
 def _steps(details: dict[str, Any], value: Any) -> Iterable[Note]:
     """``steps``: the math scorer's arithmetic steps not verified right."""
-    for item in value if isinstance(value, list) else ():
+    for item in _items(value):
         span = _span(item)
         if span and isinstance(item, dict) and item.get("ok") is not True:
             verdict = "wrong step" if item.get("ok") is False else "unverified step"
