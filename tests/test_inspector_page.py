@@ -50,11 +50,11 @@ def server(tmp_path_factory, chromium):
     srv.stop()
 
 
-def open_with_key(chromium: Browser, url: str) -> None:
+def open_with_key(chromium: Browser, url: str, height: int = 700) -> None:
     """Load the page in a fresh tab state: it asks for the key, then shows the rollouts."""
     chromium.open(url + "/inspector", "document.readyState === 'complete'")
     chromium.evaluate("sessionStorage.clear()")
-    chromium.open(url + "/inspector", "!document.getElementById('key').hidden")
+    chromium.open(url + "/inspector", "!document.getElementById('key').hidden", height=height)
     assert chromium.evaluate("document.querySelectorAll('#rollouts article').length") == 0
     chromium.evaluate(f"document.getElementById('key-input').value = {json.dumps(KEY)}; "
                       "document.getElementById('key-use').click()")
@@ -82,7 +82,7 @@ def test_hostile_text_is_shown_as_text_and_nothing_runs(chromium, server):
 def test_tokens_are_coloured_by_score_and_blame_is_on_the_tokens_it_names(chromium, server):
     from PIL import Image
 
-    open_with_key(chromium, server.url)
+    open_with_key(chromium, server.url, height=1600)  # every card in view, whatever order they finished in
     colours = chromium.evaluate("""Object.fromEntries([...document.querySelectorAll('#rollouts article')].map((a) => [
         a.querySelector('.id').textContent,
         [...a.querySelectorAll('.text span')].map((s) => [s.textContent, getComputedStyle(s).backgroundColor, s.title])]))""")
@@ -93,16 +93,28 @@ def test_tokens_are_coloured_by_score_and_blame_is_on_the_tokens_it_names(chromi
     blamed = [title for text, _, title in wrong if "wrong step: 3 * 4 = 13" in title]
     assert blamed and all(title.startswith("score -") for title in blamed)
 
-    # the screenshot: the rollouts' area holds many reddish and many greenish pixels, and is no blank
-    box = chromium.evaluate("(() => { const r = document.getElementById('rollouts').getBoundingClientRect(); "
-                            "return [r.left, r.top, r.right, Math.min(r.bottom, innerHeight)]; })()")
-    image = Image.open(io.BytesIO(chromium.png())).convert("RGB").crop(tuple(int(v) for v in box))
-    raw = image.tobytes()
-    pixels = [tuple(raw[i:i + 3]) for i in range(0, len(raw), 3)]
-    reddish = sum(1 for r, g, b in pixels if r > 180 and r - g > 60 and r - b > 60)
-    greenish = sum(1 for r, g, b in pixels if g > 180 and g - r > 60 and g - b > 60)
-    assert reddish > 500 and greenish > 500, (reddish, greenish)
-    assert len(set(pixels)) > 20  # text and colours, not one flat fill
+    # the screenshot: the wrong answer's card holds many reddish pixels, the right one's many
+    # greenish ones, and neither is a flat fill
+    screenshot = Image.open(io.BytesIO(chromium.png())).convert("RGB")
+
+    def pixels(rollout_id: str) -> list[tuple[int, ...]]:
+        box = chromium.evaluate(f"""(() => {{ const card = [...document.querySelectorAll('#rollouts article')]
+            .find((a) => a.querySelector('.id').textContent === 'id {rollout_id}');
+            const r = card.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }})()""")
+        assert box[3] <= screenshot.height, "the card is in view"
+        raw = screenshot.crop(tuple(int(v) for v in box)).tobytes()
+        return [tuple(raw[i:i + 3]) for i in range(0, len(raw), 3)]
+
+    def reddish(p: list) -> int:
+        return sum(1 for r, g, b in p if r > 180 and r - g > 60 and r - b > 60)
+
+    def greenish(p: list) -> int:
+        return sum(1 for r, g, b in p if g > 180 and g - r > 60 and g - b > 60)
+
+    wrong_card, right_card = pixels("wrong"), pixels("right")
+    assert reddish(wrong_card) > 500 and greenish(wrong_card) < 50, (reddish(wrong_card), greenish(wrong_card))
+    assert greenish(right_card) > 500 and reddish(right_card) < 50, (greenish(right_card), reddish(right_card))
+    assert len(set(wrong_card)) > 20 and len(set(right_card)) > 20  # text and colours, not one flat fill
 
 
 def test_the_paste_box_scores_through_the_rest_endpoint(chromium, server):
