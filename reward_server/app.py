@@ -4,6 +4,7 @@
     POST /v1/rewards:stream   -> NDJSON, one Result per line as each finishes
     GET  /v1/scorers          -> tasks, their options (JSON schema), score bounds
     GET  /healthz, /readyz, /metrics
+    GET  /inspector            the reward inspector page (setting `inspector`; reward_server/inspector.py)
 
 Without ``redis_url`` the queue and its workers live in this process; with it, rollouts go to a
 Redis Stream and ``botgrpo worker`` processes anywhere score them. Bad input is always a 4xx.
@@ -41,8 +42,10 @@ from botgrpo import __version__
 from botgrpo.reward_server.bodies import read_body
 from botgrpo.reward_server.clients import client_of
 from botgrpo.reward_server.compat import router as compat_router
+from botgrpo.reward_server.inspector import router as inspector_router
 from botgrpo.reward_server.limits import BodyLimit
 from botgrpo.reward_server.metrics import Metrics, RequestMetrics
+from botgrpo.reward_server.ring import RolloutRing
 from botgrpo.reward_server.service import RequestRejected, ScoringService
 from botgrpo.reward_server.settings import ServerSettings, isolation_report
 from botgrpo.services.queue import InProcessQueue, Outcome, QueueFull, RedisQueue, RolloutQueue
@@ -142,6 +145,7 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
                   description="Token-level rewards for RL on LLM reasoning: send completions, get one bounded score "
                               "per token. See docs/rewards.md for the scoring schemes.")
     app.state.settings, app.state.service, app.state.metrics = settings, service, metrics
+    app.state.inspector = RolloutRing(settings.inspector_rollouts if settings.inspector else 0)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes, timeout_s=settings.body_timeout_s)
     expected_key = settings.api_key.get_secret_value().encode() if settings.api_key else None
@@ -186,6 +190,7 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
             async for outcome in outcomes:
                 result: Result = service.outcome_result(outcome, request)
                 metrics.rollouts.labels(request.task, "scored" if result.ok else "error").inc()
+                app.state.inspector.record(request, result)
                 small = len(result.token_scores) < _INLINE_TOKENS
                 yield result.index, result.to_json() if small else await asyncio.to_thread(result.to_json)
 
@@ -258,5 +263,7 @@ def create_app(settings: Optional[ServerSettings] = None, queue: Optional[Rollou
         return app.openapi_schema
 
     app.include_router(compat_router)  # /compat/*: OpenRLHF's and slime's protocols, same key (reward_server/compat)
+    if settings.inspector:
+        app.include_router(inspector_router)  # /inspector: the last scored rollouts (reward_server/inspector.py)
     app.openapi = openapi  # type: ignore[method-assign]
     return app

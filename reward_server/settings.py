@@ -55,6 +55,10 @@ class ServerSettings(BaseModel):
     model_max_batch: int = Field(32, ge=1, description="completions per forward pass of the reward model")
     model_device: str = Field("cpu", description="device of the reward model, e.g. cuda:0")
     warm_scorers: bool = Field(True, description="start scorer pools at startup rather than on first request")
+    inspector: bool = Field(True, description="serve the reward inspector page at /inspector: the last scored "
+                            "rollouts token by token, behind api_key (docs/deployment.md); false: no page, nothing kept")
+    inspector_rollouts: int = Field(50, ge=1, le=1000, description="scored rollouts the inspector keeps in memory, "
+                                    "each cut to its first 4000 characters and 2000 tokens (0.5 MB at most)")
 
     @field_validator("api_key")
     @classmethod

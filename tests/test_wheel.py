@@ -7,7 +7,8 @@ of the checkout is importable):
    top level, and ``botgrpo serve`` names the extra it lacks instead of a traceback;
 2. with ``[server]`` (no torch: a server-only install does not pull it) ``botgrpo serve`` installs
    the sandbox's npm dependencies from the shipped lockfile into a cache folder on first start,
-   then scores React at ``build`` and ``typecheck`` and math through REST.
+   then scores React at ``build`` and ``typecheck`` and math through REST, and serves the inspector
+   page from the package's data.
 
 Slow (a virtualenv, pip from the package index, npm ci): ``make test-wheel``, which CI runs.
 Skipped elsewhere unless ``BOTGRPO_REQUIRE_WHEEL`` is set.
@@ -63,6 +64,8 @@ def test_the_wheel_holds_one_top_level_package_and_the_node_sources(venv):
     node = {n.split("botgrpo/sandbox/node/", 1)[1] for n in names if n.startswith("botgrpo/sandbox/node/")}
     assert {"package.json", "package-lock.json", "worker.mjs", "lib/typecheck.mjs"} <= node
     assert not any("node_modules" in n for n in node)
+    assert {"botgrpo/reward_server/static/inspector.html", "botgrpo/reward_server/static/inspector.js",
+            "botgrpo/reward_server/static/inspector.css"} <= set(names)  # the inspector page
     assert not any(n.startswith(("botgrpo/tests", "botgrpo/benchmarks")) for n in names)
 
 
@@ -107,6 +110,9 @@ def test_base_install_then_server_extra_serves_and_scores(venv):
             time.sleep(1)
 
         check_react_and_math(url)
+        page, script = httpx.get(f"{url}/inspector"), httpx.get(f"{url}/inspector/static/inspector.js")
+        assert page.status_code == script.status_code == 200 and "textContent" in script.text
+        assert httpx.get(f"{url}/inspector/rollouts").json()["rollouts"]  # what check_react_and_math scored
     finally:
         server.terminate()
         server.wait(timeout=60)

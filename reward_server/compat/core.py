@@ -269,6 +269,7 @@ async def score(http: Request, task: str, options: dict[str, Any], rollouts: lis
         async for outcome in outcomes:
             result = service.outcome_result(outcome, request)
             state.metrics.rollouts.labels(task, "scored" if result.ok else "error").inc()
+            state.inspector.record(request, result)
             results[outcome.index] = result
     return results  # type: ignore[return-value]
 
