@@ -170,13 +170,14 @@ def run_skyrl_steps(trainer, input_batch, uids):
 
 def test_server_token_scores_flow_through_skyrls_trainer_steps_into_bot_grpo(server, tokenizer):
     completions = [c for p in PROMPTS for c in p["completions"]]
-    tokens = integration.RewardServerTokens(tokenizer, server.url, "math")
-    trainer = stand_in(tokenizer, integration.TokenRewardGenerator(Scripted(tokenizer, completions), tokens))
+    trainer = stand_in(tokenizer, integration.TokenRewardGenerator(
+        Scripted(tokenizer, completions), integration.RewardServerTokens(tokenizer, server.url, "math")))
     input_batch, uids = skyrl_input(PROMPTS)
     data, generated = run_skyrl_steps(trainer, input_batch, uids)
 
     # the generator output's rewards are the server's token scores, aligned one per response token
     truths = [p["truth"] for p in PROMPTS for _ in p["completions"]]
+    outcomes = []
     with RewardClient(server.url) as client:
         for row, completion, truth in zip(generated, completions, truths):
             ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
@@ -184,11 +185,11 @@ def test_server_token_scores_flow_through_skyrls_trainer_steps_into_bot_grpo(ser
             [direct] = client.score("math", [{"id": "0", "completion": text, "reference": {"answer": truth},
                                               "token_offsets": [list(s) for s in spans]}])
             assert len(row) == len(ids) and row == pytest.approx(direct.rewards())
+            outcomes.append(direct.score)
     assert len(set(generated[1])) > 1, "a wrong step is blamed locally: token rewards vary within the rollout"
     assert trainer.all_metrics["botgrpo/unscored"] == 0.0
     assert math.isfinite(trainer.all_metrics["reward/avg_raw_reward"])  # SkyRL's own metric over token rewards
-    assert trainer.all_metrics["botgrpo/score_mean"] == pytest.approx(
-        sum(r.score for r in tokens.last) / len(tokens.last))
+    assert trainer.all_metrics["botgrpo/score_mean"] == pytest.approx(sum(outcomes) / len(outcomes))
 
     # SkyRL padded them right-aligned and dispatched to bot_grpo with the prompt uids as groups
     mask = data["response_mask"]
@@ -202,8 +203,8 @@ def test_server_token_scores_flow_through_skyrls_trainer_steps_into_bot_grpo(ser
 
 def test_a_rollout_the_server_cannot_score_takes_no_part(server, tokenizer):
     completions = [c for p in PROMPTS for c in p["completions"]]
-    tokens = integration.RewardServerTokens(tokenizer, server.url, "math")
-    trainer = stand_in(tokenizer, integration.TokenRewardGenerator(Scripted(tokenizer, completions), tokens))
+    trainer = stand_in(tokenizer, integration.TokenRewardGenerator(
+        Scripted(tokenizer, completions), integration.RewardServerTokens(tokenizer, server.url, "math")))
     input_batch, uids = skyrl_input(PROMPTS)
     input_batch["env_extras"][0] = {}  # no reference: the math scorer cannot judge this rollout
     data, generated = run_skyrl_steps(trainer, input_batch, uids)
@@ -219,11 +220,14 @@ def test_a_rollout_the_server_cannot_score_takes_no_part(server, tokenizer):
 def test_skyrls_output_check_holds_our_rewards_to_one_per_token(server, tokenizer):
     """SkyRL's validate_generator_output is the guard our alignment must pass: one short row fails it."""
     completions = [c for p in PROMPTS for c in p["completions"]]
-    generator = integration.TokenRewardGenerator(Scripted(tokenizer, completions),
-                                                 integration.RewardServerTokens(tokenizer, server.url, "math"))
+    tokens = integration.RewardServerTokens(tokenizer, server.url, "math")
+    generator = integration.TokenRewardGenerator(Scripted(tokenizer, completions), tokens)
     input_batch, _ = skyrl_input(PROMPTS)
     output = asyncio.run(generator.generate(input_batch))
     validate_generator_output(len(input_batch["prompts"]), output)
+    references = [{"answer": p["truth"]} for p in PROMPTS for _ in p["completions"]]
+    standalone = asyncio.run(tokens(output["response_ids"], references))  # for a generator of one's own
+    assert standalone == output["rewards"]
     output["rewards"][2] = output["rewards"][2][:-1]
     with pytest.raises(AssertionError, match="Token rewards and response ids must have the same length"):
         validate_generator_output(len(input_batch["prompts"]), output)

@@ -51,6 +51,7 @@ from skyrl.train.config import AlgorithmConfig, BaseConfig, GeneratorConfig, mak
 from skyrl.train.generators.base import GeneratorInput, GeneratorInterface, GeneratorOutput
 
 from botgrpo.services.client import AsyncRewardClient
+from botgrpo.services.schemas import Result
 from botgrpo.trainer.integrations.contract import (DEFAULT_NAME, NAMES, OPTIONS_KEY, checked_options,
                                                    reference_of, uid_group_advantages)
 from botgrpo.trainer.rollout.alignment import token_spans
@@ -130,20 +131,19 @@ class RewardServerTokens:
     """Token rewards for SkyRL responses from a BoT-GRPO reward server.
 
     ``await tokens(response_ids, references, groups=..., stop_reasons=...)`` returns one list
-    per response with one reward per response token (the server's scores aligned through each
-    token's character span, in the recipe's units), NaN throughout for a response the server
-    could not score; ``self.last`` keeps the server's results of the latest call.
+    per response with one reward per response token (:func:`token_rewards` of
+    :meth:`score`'s results).
     """
 
     def __init__(self, tokenizer, url: str, task: str, *, options: Optional[dict[str, Any]] = None,
                  api_key: Optional[str] = None):
         self.tokenizer, self.url, self.task = tokenizer, url, task
         self.options, self.api_key = dict(options or {}), api_key
-        self.last: list = []
 
-    async def __call__(self, response_ids: Sequence[Sequence[int]], references: Sequence[Optional[dict]], *,
-                       groups: Optional[Sequence[str]] = None,
-                       stop_reasons: Optional[Sequence[Optional[str]]] = None) -> list[list[float]]:
+    async def score(self, response_ids: Sequence[Sequence[int]], references: Sequence[Optional[dict]], *,
+                    groups: Optional[Sequence[str]] = None,
+                    stop_reasons: Optional[Sequence[Optional[str]]] = None) -> list[Result]:
+        """The server's result for each response, sent with its tokens' character spans."""
         rollouts = []
         for i, (ids, reference) in enumerate(zip(response_ids, references, strict=True)):
             text, spans = token_spans(self.tokenizer, list(ids))
@@ -153,17 +153,25 @@ class RewardServerTokens:
                              "finish_reason": None if reason is None else "length" if reason == "length" else "stop"})
         # a client per call: SkyRL may generate in a different event loop each step
         async with AsyncRewardClient(self.url, api_key=self.api_key) as client:
-            self.last = await client.score(self.task, rollouts, self.options)
-        return [r.rewards() if r.ok else [math.nan] * len(ids) for r, ids in zip(self.last, response_ids)]
+            return await client.score(self.task, rollouts, self.options)
+
+    async def __call__(self, response_ids: Sequence[Sequence[int]], references: Sequence[Optional[dict]],
+                       **kwargs: Any) -> list[list[float]]:
+        return token_rewards(await self.score(response_ids, references, **kwargs), response_ids)
+
+
+def token_rewards(results: Sequence[Result], response_ids: Sequence[Sequence[int]]) -> list[list[float]]:
+    """One row per response: the server's token scores in the recipe's units (``Result.rewards()``,
+    one per token: the spans sent made them so), NaN throughout where the server could not score."""
+    return [r.rewards() if r.ok else [math.nan] * len(ids) for r, ids in zip(results, response_ids, strict=True)]
 
 
 class TokenRewardGenerator(GeneratorInterface):
     """A SkyRL generator: ``generator``'s rollouts, rewarded per token by the reward server.
 
-    ``rewards`` in the output become ``List[List[float]]`` (one per response token, see
-    :class:`RewardServerTokens`); the rest of ``generator``'s output is kept, its rollout
-    metrics gain ``botgrpo/score_mean`` (the server's outcome over scored rollouts) and
-    ``botgrpo/unscored`` (the share it could not score).
+    ``rewards`` in the output become ``List[List[float]]`` (:func:`token_rewards`); the rest of
+    ``generator``'s output is kept, its rollout metrics gain ``botgrpo/score_mean`` (the server's
+    outcome over scored rollouts) and ``botgrpo/unscored`` (the share it could not score).
     """
 
     def __init__(self, generator: GeneratorInterface, tokens: RewardServerTokens):
@@ -180,9 +188,9 @@ class TokenRewardGenerator(GeneratorInterface):
         references = [reference_of((e or {}).get("reward_spec"), e) for e in extras]
         ids = input_batch.get("trajectory_ids")
         groups = [t.instance_id for t in ids] if ids else None
-        output["rewards"] = await self.tokens(responses, references, groups=groups,
-                                              stop_reasons=output.get("stop_reasons"))
-        scores = [r.score for r in self.tokens.last if r.ok]
+        results = await self.tokens.score(responses, references, groups=groups, stop_reasons=output.get("stop_reasons"))
+        output["rewards"] = token_rewards(results, responses)
+        scores = [r.score for r in results if r.ok]
         output["rollout_metrics"] = {**(output.get("rollout_metrics") or {}),
                                      "botgrpo/score_mean": sum(scores) / len(scores) if scores else math.nan,
                                      "botgrpo/unscored": 1 - len(scores) / len(responses)}
@@ -210,6 +218,7 @@ def parse(argv: Sequence[str]):
     return BoTGRPOSkyRLConfig.from_cli_overrides([a for a in argv if not a.startswith(OVERRIDE_ARG)])
 
 
+@functools.cache
 def experiment_class():
     """SkyRL's ``BasePPOExp`` with its generator wrapped in :class:`TokenRewardGenerator`."""
     from skyrl.train.entrypoints.main_base import BasePPOExp  # the launcher's module: Ray, datasets, vLLM client
