@@ -153,3 +153,45 @@ clean-vllm:
 	rm -rf $(VLLM_VENV)
 
 clean: clean-vllm
+
+# SkyRL (PyPI `skyrl`, the NovaSky-AI/SkyRL trainer) in its own virtualenv, CPU only: its base
+# install plus the modules its trainer imports (ray, loguru, jaxtyping, omegaconf, skyrl-gym,
+# torchdata, aiohttp, at the pins of its skyrl-train extra where it pins), never its fsdp/megatron
+# extras (vLLM, flash-attn, CUDA torch). torch goes in first from TORCH_SPEC. skyrl pins
+# transformers<=5.8 and peft==0.18.1, below this project's train/lora extras, so this project goes
+# in --no-deps with the server and test packages the tests use.
+# skyrl 0.3.0 does not import on Python 3.11: skyrl/tinker/types.py (imported by every
+# skyrl.backends module) builds a pydantic model on typing.TypedDict, which pydantic refuses before
+# Python 3.12. The recipe switches that one import to typing_extensions, and fails if the line moved.
+SKYRL_VENV ?= .venv-skyrl
+SKYRL_SPEC ?= skyrl==0.3.0
+SKYRL_EXTRA_SPECS ?= "ray==2.56.0" "skyrl-gym==0.4.0" loguru jaxtyping omegaconf torchdata aiohttp
+SKYRL_TEST_SPECS ?= "fastapi>=0.136" "uvicorn>=0.29" "redis>=5.0" "math-verify>=0.9.0,<0.10" "prometheus-client>=0.20" "pytest>=8.0" "pytest-timeout>=2.3"
+SKYRL_PY311_FIX := import importlib.util as u, pathlib; \
+  p = pathlib.Path(u.find_spec('skyrl').submodule_search_locations[0], 'tinker', 'types.py'); \
+  old = 'from typing import Annotated, Any, Literal, TypedDict\n'; s = p.read_text(); \
+  assert old in s or 'from typing_extensions import TypedDict' in s, 'skyrl/tinker/types.py changed: revisit the fix'; \
+  p.write_text(s.replace(old, 'from typing import Annotated, Any, Literal\nfrom typing_extensions import TypedDict\n'))
+
+.PHONY: skyrl-env test-skyrl clean-skyrl
+
+$(SKYRL_VENV)/.installed: pyproject.toml Makefile
+	test -x $(SKYRL_VENV)/bin/python || $(PYTHON) -m venv $(SKYRL_VENV)
+	$(SKYRL_VENV)/bin/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(SKYRL_VENV)/bin/python -m pip install -q "$(SKYRL_SPEC)" $(SKYRL_EXTRA_SPECS) $(SKYRL_TEST_SPECS)
+	$(SKYRL_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(SKYRL_VENV)/bin/python -c "$(SKYRL_PY311_FIX)"
+	$(SKYRL_VENV)/bin/python -c "import torch, skyrl.train.trainer; assert torch.__version__.endswith('+cpu'), torch.__version__"
+	touch $@
+
+skyrl-env: $(SKYRL_VENV)/.installed
+
+# The SkyRL integration's tests in SkyRL's own environment, required to run (they fail rather than
+# skip without SkyRL): its advantage dispatch, its trainer steps on a live server's token rewards.
+test-skyrl: skyrl-env
+	BOTGRPO_REQUIRE_SKYRL=1 $(SKYRL_VENV)/bin/python -m pytest tests/test_integration_skyrl.py $(PYTEST_ARGS)
+
+clean-skyrl:
+	rm -rf $(SKYRL_VENV)
+
+clean: clean-skyrl

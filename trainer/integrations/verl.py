@@ -43,50 +43,24 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import torch
 
-from botgrpo.trainer.algo.advantages import ESTIMATORS, compute_advantages
-from botgrpo.trainer.algo.settings import keyword_options
+from botgrpo.trainer.integrations.contract import (DEFAULT_NAME, NAMES, OPTIONS_KEY, checked_options,
+                                                   group_ids_from_uids, reference_of, uid_group_advantages)
 
-DEFAULT_NAME = "bot_grpo"
-NAMES = ("bot_grpo", "bot_grpo_paper")
-CONFIG_KEY = "bot_grpo"   # verl's ``algorithm.bot_grpo``: the estimator's options
+__all__ = ["DEFAULT_NAME", "NAMES", "bot_grpo_advantage", "group_ids_from_uids", "options_from_config",
+           "reference_of", "register", "token_scores_row"]
 
 
 def options_from_config(config: Any, estimator: str = DEFAULT_NAME) -> dict[str, Any]:
     """The estimator's options from verl's algorithm config (its ``bot_grpo`` section), checked
     against what ``estimator`` accepts (ValueError naming the unknown option and the valid ones).
     verl passes the config as an OmegaConf mapping; no section (or no config) is no options."""
-    section = config.get(CONFIG_KEY) if isinstance(config, Mapping) else None
-    if section is None:
-        return {}
-    if not isinstance(section, Mapping):
-        raise ValueError(f"algorithm.{CONFIG_KEY} must be a mapping of estimator options, got {type(section).__name__}")
-    options = {str(k): v for k, v in section.items()}
-    accepted = keyword_options(ESTIMATORS[estimator])
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        raise ValueError(f"algorithm.{CONFIG_KEY}: estimator {estimator!r} takes no option {unknown[0]!r}; "
-                         f"its options: {sorted(accepted)}")
-    return options
-
-
-def group_ids_from_uids(index: Optional[Sequence[Any]], batch_size: int) -> torch.Tensor:
-    """``(bs,)`` int64 dense group ids: equal uids share an id; no uids puts every row in one group.
-
-    verl's uids are strings (an object array), which ``compute_advantages`` cannot take, so they
-    are mapped to integers in order of first appearance.
-    """
-    if index is None:
-        return torch.zeros(batch_size, dtype=torch.long)
-    uids = np.asarray(index, dtype=object)
-    if uids.shape != (batch_size,):
-        raise ValueError(f"index must hold one uid per row ({batch_size}), got shape {uids.shape}")
-    ids: dict[Any, int] = {}
-    return torch.tensor([ids.setdefault(uid, len(ids)) for uid in uids.tolist()], dtype=torch.long)
+    section = config.get(OPTIONS_KEY) if isinstance(config, Mapping) else None
+    return checked_options(section, estimator, f"algorithm.{OPTIONS_KEY}")
 
 
 def bot_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
@@ -99,19 +73,11 @@ def bot_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.T
     ``min_std``) are ``config``'s ``bot_grpo`` section (:func:`options_from_config`) overridden by
     ``options`` (which :func:`register` binds). No other field of verl's config applies
     (``gamma``, ``norm_adv_by_std_in_grpo``...); extra keyword arguments verl may pass
-    (``reward_baselines``...) are ignored for the same reason.
-    Returns are the advantages, as for verl's own critic-free estimators (GRPO, RLOO). A row
-    with a non-finite reward on a response token is unscored: advantage 0, outside its group's
-    statistics.
+    (``reward_baselines``...) are ignored for the same reason. Unscored rows (NaN rewards):
+    see :func:`~botgrpo.trainer.integrations.contract.uid_group_advantages`.
     """
-    mask = response_mask.bool()
-    scored = torch.where(mask, token_level_rewards, 0.0).isfinite().all(dim=1)  # NaN: the server could not score it
-    mask = mask & scored[:, None]
-    groups = group_ids_from_uids(index, token_level_rewards.shape[0]).to(token_level_rewards.device)
-    with torch.no_grad():
-        options = {**options_from_config(config, estimator), **(options or {})}
-        advantages = compute_advantages(estimator, token_level_rewards, mask, groups, **options)
-    return advantages, advantages
+    options = {**options_from_config(config, estimator), **(options or {})}
+    return uid_group_advantages(token_level_rewards, response_mask, index, estimator, options)
 
 
 def register(name: str = DEFAULT_NAME, **options: Any):
@@ -136,17 +102,6 @@ def register(name: str = DEFAULT_NAME, **options: Any):
 def _bound(name: str, options: tuple[tuple[str, Any], ...]):
     """One function object per estimator and option set, so re-registering is idempotent."""
     return functools.partial(bot_grpo_advantage, estimator=name, options=dict(options))
-
-
-def reference_of(reward_model: Optional[dict], extra_info: Optional[dict]) -> Optional[dict]:
-    """Our server's ``reference`` from verl's per-row fields: ``extra_info["reference"]`` when
-    given, else ``reward_model["ground_truth"]`` (a dict as is, anything else as the answer)."""
-    if extra_info and isinstance(extra_info.get("reference"), dict):
-        return extra_info["reference"]
-    truth = (reward_model or {}).get("ground_truth")
-    if truth is None or isinstance(truth, dict):
-        return truth
-    return {"answer": str(truth)}
 
 
 def token_scores_row(extra: Any, length: int) -> list[float]:
