@@ -79,7 +79,7 @@ def render() -> str:
         section("`optim:`", OptimSection, "The optimiser, the update's batch shape and precision."),
         section("`optim.lora:`", LoraSettings,
                 "Unset (the default): a full fine-tune. What is saved where, and what is "
-                "not supported: [trainer.md](trainer.md#lora-fine-tuning-lora)."),
+                "not supported: [trainer.md](trainer.md#lora-fine-tuning-optimlora)."),
         section("`eval:`", EvalSection, "Held-out prompts scored during training."),
         section("`checkpoint:`", CheckpointSection, "What is saved, and resuming from it."),
         section("`log:`", LogSection, "What a run shows and writes beside `metrics.jsonl`."),
