@@ -36,7 +36,6 @@ from botgrpo.trainer.algo.advantages import compute_advantages  # noqa: E402
 from botgrpo.trainer.integrations import skyrl as integration  # noqa: E402
 from botgrpo.trainer.integrations.contract import group_ids_from_uids  # noqa: E402
 from botgrpo.trainer.rollout.alignment import token_spans  # noqa: E402
-from tests.live_server import LiveServer  # noqa: E402
 
 for _name in integration.NAMES:
     integration.register(_name)
@@ -110,17 +109,7 @@ def test_skyrls_launcher_hands_our_entrypoint_the_command_line():
 
 
 # --------------------------------------------------------------------------- token rewards from the server
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = LiveServer(tmp_path_factory.mktemp("srv"), env={"BOTGRPO_WARM_SCORERS": "false"})
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from botgrpo.trainer.models.tiny import train_tokenizer
-    return train_tokenizer(["Compute 3 * 4 = 12, 12 + 2 = 15, so \\boxed{12}. 2 + 2 = 5 wrong\n"] * 30, vocab_size=300)
+from tests.integration_fixtures import server, tokenizer  # noqa: E402,F401  (pytest fixtures)
 
 
 # two prompts, two samples each: (completion, ground truth) in SkyRL's row order

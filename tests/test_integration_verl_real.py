@@ -28,7 +28,6 @@ from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 
 import botgrpo.trainer.integrations.verl_plugin as plugin  # noqa: E402  (registers bot_grpo, botgrpo, botgrpo_<mode>)
 from botgrpo.trainer.algo.advantages import compute_advantages  # noqa: E402
-from tests.live_server import LiveServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = "botgrpo.trainer.integrations.verl_plugin"
@@ -135,17 +134,7 @@ def test_the_ray_runtime_env_hook_reaches_an_actor_that_computes_advantages():
 
 
 # --------------------------------------------------------------------------- token rewards from the server
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = LiveServer(tmp_path_factory.mktemp("srv"), env={"BOTGRPO_WARM_SCORERS": "false"})
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from botgrpo.trainer.models.tiny import train_tokenizer
-    return train_tokenizer(["Compute 3 * 4 = 12, 12 + 2 = 15, so \\boxed{12}. 2 + 2 = 5 wrong\n"] * 30, vocab_size=300)
+from tests.integration_fixtures import server, tokenizer  # noqa: E402,F401  (pytest fixtures)
 
 
 def manager(server, tokenizer):
