@@ -233,15 +233,20 @@ def test_the_batch_path_where_streaming_would_not_be_exact(setup, tmp_path):
     assert streamable(cfg, algo, 1, stream) is None
     assert "rank" in streamable(cfg, algo, 2, stream)
     assert "stream" in streamable(cfg, algo, 1, object())
-    assert "num_iterations" in streamable(cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"num_iterations": 2})}),
-                                          algo, 1, stream)
-    assert "async" in streamable(cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"async_steps": 1})}), algo, 1, stream)
-    assert "off" in streamable(cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"streamed_update": False})}), algo, 1, stream)
+    def changed(section, **fields):
+        return cfg.model_copy(update={section: getattr(cfg, section).model_copy(update=fields)})
+    assert "num_iterations" in streamable(changed("optim", num_iterations=2), algo, 1, stream)
+    assert "async" in streamable(changed("rollout", async_steps=1), algo, 1, stream)
+    assert "off" in streamable(changed("optim", streamed_update=False), algo, 1, stream)
     assert "group-local" in streamable(cfg, algo.model_copy(update={"estimator": "someone_elses"}), 1, stream)
     assert "aggregation" in streamable(cfg, algo.model_copy(update={"aggregation": "custom"}), 1, stream)
+    remote = StreamedScores(torch.ones(4, 2, dtype=torch.bool), 2, background=True)
     for row in range(4):
         stream.deliver(row, _result(1.0, 2))
+        remote.deliver(row, _result(1.0, 2))
     assert "already" in streamable(cfg, algo, 1, stream)  # an instant scorer: the whole-batch pass
+    # a server's stream: however soon it is done, the path does not depend on timing (exact resume)
+    assert streamable(cfg, algo, 1, remote) is None
 
 
 def test_streamed_through_a_real_reward_server(setup, tmp_path):

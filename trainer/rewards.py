@@ -60,8 +60,9 @@ class StreamedScores(Future):
     failing) fails the future and every waiter.
     """
 
-    def __init__(self, mask: torch.Tensor, group_size: int):
+    def __init__(self, mask: torch.Tensor, group_size: int, background: bool = False):
         super().__init__()
+        self.background = background  # filled by another thread: how soon it is done is timing, not data
         B, _ = mask.shape
         if B % group_size:
             raise ValueError(f"{B} rollouts are not whole groups of {group_size}")
@@ -153,7 +154,7 @@ class RewardSource:
                      "token_offsets": [list(s) for s in spans], "reference": references[i // batch.group_size],
                      "finish_reason": "length" if cut else "stop"}
                     for i, (text, spans, cut) in enumerate(zip(batch.texts, batch.spans, batch.truncated.tolist()))]
-        scores = StreamedScores(batch.completion_mask, batch.group_size)
+        scores = StreamedScores(batch.completion_mask, batch.group_size, background=True)
         self._pool.submit(self._stream, rollouts, scores, {**self.options, **(options or {})})
         return scores
 

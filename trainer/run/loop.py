@@ -41,7 +41,7 @@ from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, f
                                              load_full_state_dicts, unwrap, wrap)
 from botgrpo.trainer.run.pipeline import Rollouts
 from botgrpo.trainer.run.streamed import run_streamed_update, streamable
-from botgrpo.trainer.run.tracking import MetricsLog, plot, read
+from botgrpo.trainer.run.tracking import MetricsLog, Stopwatch, plot, read
 from botgrpo.trainer.run.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
 
 
@@ -202,17 +202,33 @@ class Trainer:
                                    estimator=self.algo.estimator, estimator_options=self.algo.estimator_options,
                                    ref_logp=ref_logp, max_grad_norm=self.cfg.optim.max_grad_norm)
 
-    def train_step(self) -> dict[str, Any]:
-        started = time.perf_counter()
-        upcoming = None
+    def _rollouts(self) -> tuple[Rollouts, Optional[Any]]:
+        """This step's rollouts, and the next step's being sampled meanwhile (async pipeline only)."""
         if self._background is None:  # on-policy: sampled now, from the weights about to be updated
+            return self._sample(self.step, *self._prompts(self.step), self.step), None
+        current, self._pending = self._pending, None
+        if current is None:  # the first step (or a resume without a saved batch): nothing prefetched
             current = self._sample(self.step, *self._prompts(self.step), self.step)
-        else:
-            current, self._pending = self._pending, None
-            if current is None:  # the first step (or a resume without a saved batch): nothing prefetched
-                current = self._sample(self.step, *self._prompts(self.step), self.step)
-            self.engine.prepare()  # the engine's copy := the weights before this update, read on this thread
-            upcoming = self._background.submit(self._sample, self.step + 1, *self._prompts(self.step + 1), self.step)
+        self.engine.prepare()  # the engine's copy := the weights before this update, read on this thread
+        return current, self._background.submit(self._sample, self.step + 1, *self._prompts(self.step + 1), self.step)
+
+    def _old_and_reference(self, batch: RolloutBatch, layout) -> tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
+        """Old log-probs (the behaviour policy's when async; a pass of their own for several
+        iterations) and the reference's, computed exactly as the update's forward is."""
+        same_forward = dict(temperature=self.cfg.rollout.sampling.temperature,
+                            micro_batch_size=self.cfg.optim.micro_batch_size, bf16=self.bf16)
+        old_logp = ref_logp = None
+        if self._background is not None:  # the ratio is against the policy that sampled the batch
+            old_logp = batch.behaviour_logprobs
+        elif self.cfg.optim.num_iterations > 1:
+            old_logp = batch_logprobs(self.model, layout, **same_forward)
+        if self.ref is not None:
+            ref_logp = batch_logprobs(self.ref, layout, **same_forward)
+        return old_logp, ref_logp
+
+    def train_step(self) -> dict[str, Any]:
+        clock = Stopwatch()
+        current, upcoming = self._rollouts()
         batch, pending = current.batch, current.scores
         streamed = streamable(self.cfg, self.algo, self.d.world, pending) is None
         layout = None  # the streamed update lays out each part itself; a reference pass needs the batch's
@@ -221,47 +237,38 @@ class Trainer:
                                  self.engine.pad_id, packing=self.cfg.optim.packing,
                                  micro_batch_size=self.cfg.optim.micro_batch_size,
                                  micro_batch_tokens=self.cfg.optim.micro_batch_tokens, d=self.d)
-        overlap_started = time.perf_counter()
-        old_logp = ref_logp = None  # while the server scores; the update's forward exactly (layout, autocast)
-        same_forward = dict(temperature=self.cfg.rollout.sampling.temperature, micro_batch_size=self.cfg.optim.micro_batch_size,
-                            bf16=self.bf16)
-        if self._background is not None:  # the ratio is against the policy that sampled the batch
-            old_logp = batch.behaviour_logprobs
-        elif self.cfg.optim.num_iterations > 1:
-            old_logp = batch_logprobs(self.model, layout, **same_forward)
-        if self.ref is not None:
-            ref_logp = batch_logprobs(self.ref, layout, **same_forward)
-        overlapped = time.perf_counter() - overlap_started
+        with clock.lap("overlapped"):  # while the server scores
+            old_logp, ref_logp = self._old_and_reference(batch, layout)
         if streamed:  # each group's backward as soon as it is scored
             stats = self._streamed_update(batch, pending, ref_logp)
+            clock.add("score_wait", stats["score_wait"])
+            clock.add("train", stats["train"])
             scored = pending.result()
             token_rewards, seq_rewards, mask = self._shape(batch, scored)  # the same, whole batch (metrics)
-            score_wait, train_seconds = stats["score_wait"], stats["train"]
-            update_started = time.perf_counter()
         else:
-            scored = pending.result()
-            score_wait = time.perf_counter() - overlap_started - overlapped
+            with clock.lap("score_wait"):
+                scored = pending.result()
             token_rewards, seq_rewards, mask = self._shape(batch, scored)
-            groups = torch.arange(mask.shape[0]) // batch.group_size
-            advantages = compute_advantages(self.algo.estimator, token_rewards, mask, groups, seq_rewards,
-                                            **self.algo.estimator_options)
-            update_started, train_seconds = time.perf_counter(), 0.0
-            stats = policy_update(self.model, self.optimizer,
-                                  UpdateBatch(layout, mask, advantages, old_logp, ref_logp),
-                                  self.algo, temperature=self.cfg.rollout.sampling.temperature,
-                                  micro_batch_size=self.cfg.optim.micro_batch_size, num_iterations=self.cfg.optim.num_iterations,
-                                  max_grad_norm=self.cfg.optim.max_grad_norm, norm_len=self.cfg.rollout.sampling.max_new_tokens,
-                                  d=self.d, bf16=self.bf16)
-        self.scheduler.step()
-        self.engine.sync_weights()
-        train_seconds += time.perf_counter() - update_started
+            with clock.lap("train"):
+                groups = torch.arange(mask.shape[0]) // batch.group_size
+                advantages = compute_advantages(self.algo.estimator, token_rewards, mask, groups, seq_rewards,
+                                                **self.algo.estimator_options)
+                stats = policy_update(self.model, self.optimizer,
+                                      UpdateBatch(layout, mask, advantages, old_logp, ref_logp),
+                                      self.algo, temperature=self.cfg.rollout.sampling.temperature,
+                                      micro_batch_size=self.cfg.optim.micro_batch_size,
+                                      num_iterations=self.cfg.optim.num_iterations,
+                                      max_grad_norm=self.cfg.optim.max_grad_norm,
+                                      norm_len=self.cfg.rollout.sampling.max_new_tokens, d=self.d, bf16=self.bf16)
+        with clock.lap("train"):
+            self.scheduler.step()
+            self.engine.sync_weights()
         staleness = self.step - current.version
         self.step += 1
-        waited = time.perf_counter()
-        if upcoming is not None:  # the next step's rollouts, sampled meanwhile (their scores may still be on the way)
-            self._pending = upcoming.result()
-        generate_wait = time.perf_counter() - waited
-        elapsed = time.perf_counter() - started
+        with clock.lap("generate_wait"):
+            if upcoming is not None:  # the next step's rollouts, sampled meanwhile (their scores may still be on the way)
+                self._pending = upcoming.result()
+        elapsed = clock.elapsed()
         tokens = int(batch.completion_mask.sum())
         defined = seq_rewards[seq_rewards.isfinite()]
         return {"step": self.step, "reward_mean": float(defined.mean()) if defined.numel() else math.nan,
@@ -275,8 +282,9 @@ class Trainer:
                 "staleness": staleness, "update_streamed": int(streamed),
                 "update_early_groups": int(stats.get("early_groups", 0)),
                 "time_generate": batch.timings["generate"], "time_score": scored.seconds,
-                "time_score_wait": score_wait, "time_overlapped": overlapped, "time_generate_wait": generate_wait,
-                "time_train": train_seconds, "time_step": elapsed}
+                **{f"time_{name}": clock.laps.get(name, 0.0) for name in ("score_wait", "overlapped", "generate_wait",
+                                                                          "train")},
+                "time_step": elapsed}
 
     # ------------------------------------------------------------------ around the steps
     def evaluate(self) -> Optional[dict[str, Any]]:

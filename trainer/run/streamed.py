@@ -17,8 +17,9 @@ pipeline, more than one process (DDP's backward is a collective: every rank woul
 number of them), an estimator not known to be group-local, an aggregation whose normaliser is
 not covered, a reward source whose futures do not stream, or one that had every score ready
 when the batch was submitted (an in-process scorer: nothing to hide, and one whole-batch
-layout needs fewer forwards than the parts). The loop asks right after submitting, so a remote
-scorer, which cannot answer within that instant, always streams.
+layout needs fewer forwards than the parts). A source that scores on another thread (the
+reward server) always streams, however soon its scores come: which path a step takes must not
+depend on timing, or a resumed run would not repeat the straight one bit for bit.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def streamable(cfg, algo, world: int, pending: Any) -> Optional[str]:
         return f"aggregation {algo.aggregation!r} has no streamed normaliser"
     if not hasattr(pending, "next_groups"):
         return "the reward source does not stream its results"
-    if pending.done():
+    if pending.done() and not getattr(pending, "background", False):
         return "every score is in already: one pass over the whole batch costs fewer forwards"
     return None
 

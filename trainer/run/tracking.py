@@ -3,8 +3,32 @@ from __future__ import annotations
 
 import json
 import math
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
+
+class Stopwatch:
+    """A step's timings: ``laps[name]`` sums the seconds spent in every ``with lap(name)`` (or
+    :meth:`add`-ed); :meth:`elapsed` is the time since the watch started."""
+
+    def __init__(self):
+        self.started, self.laps = time.perf_counter(), {}
+
+    @contextmanager
+    def lap(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - began)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.laps[name] = self.laps.get(name, 0.0) + seconds
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
 
 PLOTTED = [("reward_mean", "reward"), ("pass_rate", "pass rate"), ("spec_rate", "pass & spec"), ("kl", "KL"),
            ("entropy", "entropy"), ("completion_len_mean", "completion length"), ("clip_frac", "clip fraction"),
