@@ -26,6 +26,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { checkBuild } from "./lib/build.mjs";
 import { ServiceError } from "./lib/esbuild-service.mjs";
+import { libraryImportErrors } from "./lib/libraries.mjs";
 import { lintDirectiveViolations, policyViolations } from "./lib/policy.mjs";
 import { lineStarts, makeDiagnostic } from "./lib/positions.mjs";
 import { redactPaths, sanitize } from "./lib/sanitize.mjs";
@@ -206,6 +207,11 @@ async function compileUntyped(code, level, allow) {
   const diagnostics = level === "syntax" ? await checkSyntax(code) : await checkBuild(code, allow);
   if (diagnostics.length > 0) return { response: { ok: false, diagnostics, summary: {} }, sourceFile: null };
   const sourceFile = parseTsx(code);
+  if (level !== "syntax") {
+    const starts = lineStarts(code);
+    const missing = libraryImportErrors(sourceFile, allow).map(([s, e, m]) => makeDiagnostic(starts, s, e, m));
+    if (missing.length > 0) return { response: { ok: false, diagnostics: missing, summary: {} }, sourceFile: null };
+  }
   const summary = summarize(sourceFile);
   parsed.set(summary, sourceFile);
   return { response: { ok: true, diagnostics: [], summary }, sourceFile };

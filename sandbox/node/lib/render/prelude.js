@@ -304,6 +304,7 @@
   }
 
   const user = record();  // what a render needs: set by install(), read by run()
+  const libraryFactories = record();  // specifier -> module factory, set by api.library()
   function buildUserModules(config) {
     const React = internalRequire("react");
     const ReactDOM = internalRequire("react-dom");
@@ -387,9 +388,46 @@
     modules["react-dom/client"] = freeze({ createRoot: noRoot, hydrateRoot: noRoot });
     const allowed = new Set(config.allow);
     const builtins = new Set(config.builtins);
+    // Libraries (lib/libraries.mjs) are instantiated in this realm on their first require, after
+    // the built-ins were frozen: they get the component's React (its effects recorded), its
+    // virtual timers and its traps. A library may load the realm's modules and other libraries,
+    // nothing else.
+    const loaded = record();
+    const loadLibrary = (key) => {
+      if (loaded[key] !== undefined) return loaded[key].exports;
+      const module = record();
+      module.exports = {};
+      loaded[key] = module;
+      try {
+        apply(libraryFactories[key], undefined, [module.exports, libraryRequire, module, hostHooks.caught]);
+      } catch (error) {
+        loaded[key] = undefined;
+        throw error;
+      }
+      return module.exports;
+    };
+    function libraryRequire(name) {
+      const key = toStr(name);
+      if (modules[key] !== undefined) return modules[key];
+      if (libraryFactories[key] !== undefined && allowed.has(key)) return loadLibrary(key);
+      throw new ErrorC(`Module "${key.slice(0, 100)}" is not available to libraries in this sandbox`);
+    }
+    // The libraries this component imports are instantiated now, before any model code runs: what
+    // they add to the global object (react-redux's context symbol) is theirs, locked like the
+    // realm's own bindings, and not counted as the component's. One that fails here is tried
+    // again, and fails, at the component's require, under the render's timeout.
+    const preload = isArray(config.libraries) ? config.libraries : [];
+    for (let i = 0; i < preload.length; i++) {
+      const key = toStr(preload[i]);
+      if (libraryFactories[key] !== undefined && allowed.has(key)) {
+        try { loadLibrary(key); } catch { /* reported at the require */ }
+      }
+    }
+    lockGlobals();
     return function userRequire(name) {
       const key = toStr(name);
       if (modules[key] !== undefined) return modules[key];
+      if (libraryFactories[key] !== undefined && allowed.has(key)) return loadLibrary(key);
       if (allowed.has(key)) throw new ErrorC(`Module "${key.slice(0, 100)}" is allowed at build but cannot be loaded when rendering`);
       const bare = key.startsWith("node:") ? key.slice(5) : key;
       violation(builtins.has(bare.split("/")[0]) ? `require("${key.slice(0, 100)}")` : `require of "${key.slice(0, 100)}"`);
@@ -520,8 +558,12 @@
     for (let i = 1; i < watched.length; i++) {
       try { freeze(watched[i]); } catch { /* not freezable (none of the built-ins model code could use) */ }
     }
-    // The global object cannot be frozen, but its bindings can be locked: React looks up
-    // `Object`, `Array`, ... at call time, so a replaced global would rig it as surely.
+    lockGlobals();
+  };
+  // The global object cannot be frozen, but its bindings can be locked: React looks up
+  // `Object`, `Array`, ... at call time, so a replaced global would rig it as surely. The
+  // locked names are the realm's baseline: a global model code adds later is a violation.
+  function lockGlobals() {
     const names = ownKeys(G);
     for (let i = 0; i < names.length; i++) {
       const d = gopd(G, names[i]);
@@ -530,6 +572,10 @@
       }
     }
     user.globalNames = ownKeys(G);
+  }
+  /** Offer a library (a module factory compiled in this context from a trusted bundle) to the render. */
+  api.library = (name, factory) => {
+    if (typeof factory === "function" && typeof name === "string") libraryFactories[name] = factory;
   };
   /** Prepare one render: the model's module factory and a JSON job description. */
   api.install = (factory, configJson) => {

@@ -1,0 +1,167 @@
+// The UI libraries a component may import besides React: the curated ones pinned in this
+// folder's lockfile (package.json), or any allowed module that is installed here. An allowed
+// specifier is a *library* when its package sits in node_modules; then
+//
+//   build      its named and default imports are checked against the library's real exports
+//              (a hallucinated icon is a build error on the imported name, as a bundler would
+//              report it), while the module itself stays external (no per-file bundling);
+//   typecheck  tsgo resolves it to its own declarations (lib/typecheck.mjs), so misusing a prop
+//              is a located type error; every installed library's declarations are in every
+//              program, so a library's global augmentations never depend on the neighbours;
+//   render     the library runs inside the component's realm, from a bundle made once per
+//              worker (esbuild, React kept external so the realm's own React serves it): the
+//              same frozen built-ins, trapped host globals, virtual timers and recorded effects
+//              as the component, and its catch clauses are instrumented like the component's.
+//
+// An allowed module that is not installed keeps the old meaning: external at build, an
+// ambient `any` module at typecheck, "cannot be loaded" at render. The reward server refuses
+// such an allow list at start-up (botgrpo.sandbox.libraries), so it only reaches here from a
+// caller of the pool that asks for it.
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+import ts from "typescript";
+import { isAllowedImport } from "./build.mjs";
+import { instrumentCatches } from "./render/catches.mjs";
+import { LIBRARY_CATCH } from "./render/realm.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const NODE_DIR = path.resolve(here, "..");
+const NODE_MODULES = path.join(NODE_DIR, "node_modules");
+const requireHere = createRequire(path.join(NODE_DIR, "package.json"));
+
+/** Modules the realm itself supplies to a library (never bundled into one). */
+export const REALM_MODULES = Object.freeze(["react", "react/jsx-runtime", "react/jsx-dev-runtime", "react-dom", "react-dom/client"]);
+
+/** The package a bare specifier names: "@scope/pkg/sub" -> "@scope/pkg", "pkg/sub" -> "pkg". */
+export function packageOf(specifier) {
+  const parts = String(specifier).split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+const PACKAGE_NAME = /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
+const installedCache = new Map();
+
+/** True when `specifier` is a library here: its package is installed (React's own never count). */
+export function isLibrary(specifier) {
+  if (typeof specifier !== "string" || REALM_MODULES.includes(specifier)) return false;
+  const pkg = packageOf(specifier);
+  if (!PACKAGE_NAME.test(pkg) || pkg === "react" || pkg === "react-dom") return false;
+  if (!installedCache.has(specifier)) {
+    let found = fs.existsSync(path.join(NODE_MODULES, pkg, "package.json"));
+    if (found) {
+      try { requireHere.resolve(specifier); } catch { found = false; }
+    }
+    installedCache.set(specifier, found);
+  }
+  return installedCache.get(specifier);
+}
+
+/** The curated libraries of package.json that are installed: their declarations join every tsgo program. */
+export function curatedLibraries() {
+  const manifest = JSON.parse(fs.readFileSync(path.join(NODE_DIR, "package.json"), "utf8"));
+  const names = manifest.botgrpo?.libraries ?? [];
+  return names.filter((name) => isLibrary(name));
+}
+
+const surfaces = new Map();
+
+/**
+ * {names: Set, hasDefault} of a library, from loading it once in this (trusted) realm: what a
+ * component can import from it. Null when it cannot be loaded (then nothing is checked).
+ */
+export function librarySurface(specifier) {
+  if (!surfaces.has(specifier)) {
+    let surface = null;
+    try {
+      const exported = requireHere(specifier);
+      const names = new Set(Object.keys(exported));
+      surface = { names, hasDefault: !exported.__esModule || names.has("default") };
+    } catch (error) {
+      process.stderr.write(`libraries: ${specifier} could not be loaded: ${error?.message ?? error}\n`);
+    }
+    surfaces.set(specifier, surface);
+  }
+  return surfaces.get(specifier);
+}
+
+const quote = (name) => JSON.stringify(String(name)).slice(0, 120);
+
+/**
+ * Imports of allowed libraries that name an export the library does not have, as
+ * [start, end, message] at the imported name (UTF-16 offsets), like a bundler's error.
+ */
+export function libraryImportErrors(sourceFile, allow) {
+  const found = [];
+  for (const statement of sourceFile.statements) {
+    const isImport = ts.isImportDeclaration(statement);
+    if (!isImport && !ts.isExportDeclaration(statement)) continue;
+    const literal = statement.moduleSpecifier;
+    if (!literal || !ts.isStringLiteral(literal)) continue;
+    const specifier = literal.text;
+    if (!isAllowedImport(specifier, allow) || !isLibrary(specifier)) continue;
+    const surface = librarySurface(specifier);
+    if (surface === null) continue;
+    const missing = (node, name) => {
+      if (name === "default" ? surface.hasDefault : surface.names.has(name)) return;
+      found.push([node.getStart(sourceFile), node.getEnd(),
+        `No matching export in ${quote(specifier)} for import ${quote(name)}`]);
+    };
+    if (isImport) {
+      const clause = statement.importClause;
+      if (!clause || clause.isTypeOnly) continue;
+      if (clause.name) missing(clause.name, "default");
+      const bindings = clause.namedBindings;
+      if (bindings && ts.isNamedImports(bindings)) {
+        for (const element of bindings.elements) {
+          if (!element.isTypeOnly) missing(element.propertyName ?? element.name, (element.propertyName ?? element.name).text);
+        }
+      }
+    } else if (!statement.isTypeOnly && statement.exportClause && ts.isNamedExports(statement.exportClause)) {
+      for (const element of statement.exportClause.elements) {
+        if (!element.isTypeOnly) missing(element.propertyName ?? element.name, (element.propertyName ?? element.name).text);
+      }
+    }
+  }
+  return found;
+}
+
+// The realm traps these globals (lib/render/prelude.js): reading one is a violation. Libraries
+// feature-test them (`typeof process !== "undefined"`), so in a library's bundle each is the
+// constant `undefined`: the library sees a browser without them, and never reaches the trap.
+const HOST_GLOBALS_ABSENT = Object.freeze(Object.fromEntries([
+  "process", "global", "Buffer", "__dirname", "__filename", "fetch", "XMLHttpRequest", "WebSocket",
+  "EventSource", "Request", "Response", "Headers", "importScripts", "Deno", "Bun", "SharedArrayBuffer",
+  "Atomics", "WebAssembly", "FinalizationRegistry",
+].map((name) => [name, "undefined"])));
+
+const bundles = new Map();
+
+/**
+ * The library as one CommonJS script body (a Promise of its text), made once per worker:
+ * esbuild bundles it with everything it imports except the realm's React, in production mode,
+ * and every catch clause first hands its error to LIBRARY_CATCH (as the component's do).
+ */
+export function libraryBundle(specifier) {
+  if (!bundles.has(specifier)) {
+    bundles.set(specifier, (async () => {
+      const result = await esbuild.build({
+        stdin: { contents: `module.exports = require(${JSON.stringify(specifier)});`, resolveDir: NODE_DIR, loader: "js" },
+        bundle: true,
+        write: false,
+        format: "cjs",
+        platform: "neutral",
+        mainFields: ["module", "main"],
+        conditions: ["production", "import", "default"],
+        target: "es2022",
+        external: [...REALM_MODULES],
+        define: { ...HOST_GLOBALS_ABSENT, "process.env.NODE_ENV": '"production"' },
+        logLevel: "silent",
+      });
+      return instrumentCatches(result.outputFiles[0].text, LIBRARY_CATCH);
+    })());
+  }
+  return bundles.get(specifier);
+}
