@@ -25,9 +25,11 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-# The sandbox's compilers (esbuild, TypeScript) at the versions pinned in its lockfile.
+# The sandbox's compilers (esbuild, TypeScript) and UI libraries at the versions pinned in its
+# lockfile; the libraries are bundled once for rendering (sandbox/node/lib/libraries.mjs).
 sandbox/node/node_modules/.installed: sandbox/node/package.json sandbox/node/package-lock.json
 	npm ci --prefix sandbox/node --no-audit --no-fund --loglevel=error
+	cd sandbox/node && node lib/libraries.mjs prepare
 	touch $@
 
 install: $(VENV)/.installed sandbox/node/node_modules/.installed

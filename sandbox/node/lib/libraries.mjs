@@ -17,6 +17,7 @@
 // ambient `any` module at typecheck, "cannot be loaded" at render. The reward server refuses
 // such an allow list at start-up (botgrpo.sandbox.libraries), so it only reaches here from a
 // caller of the pool that asks for it.
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -66,23 +67,73 @@ export function curatedLibraries() {
   return names.filter((name) => isLibrary(name));
 }
 
+// ---- prepared at install time: each curated library's bundle and export names, made once by
+// `node lib/libraries.mjs prepare` (after `npm ci`: the Makefile, botgrpo.sandbox.toolchain,
+// deploy/Dockerfile.server) into node_modules/.botgrpo-libraries, so no worker spends seconds
+// on them (bundling and instrumenting lucide-react and recharts take ~1-2 s each). A manifest
+// whose stamp (lockfile, this file, the catch instrumentation, esbuild's version) differs is
+// ignored, and the worker makes what it needs itself on first use.
+const PREPARED_DIR = path.join(NODE_MODULES, ".botgrpo-libraries");
+const STAMPED = ["package-lock.json", "lib/libraries.mjs", "lib/render/catches.mjs"];
+
+function stamp() {
+  const digest = crypto.createHash("sha256").update(esbuild.version);
+  for (const file of STAMPED) digest.update(`\0${file}\0`).update(fs.readFileSync(path.join(NODE_DIR, file)));
+  return digest.digest("hex").slice(0, 32);
+}
+
+let prepared = null;
+/** {specifier: {file, names, hasDefault}} from a current manifest, else {}. */
+function preparedLibraries() {
+  if (prepared === null) {
+    prepared = {};
+    try {
+      const manifest = JSON.parse(fs.readFileSync(path.join(PREPARED_DIR, "manifest.json"), "utf8"));
+      if (manifest.stamp === stamp()) prepared = manifest.libraries ?? {};
+      else process.stderr.write("libraries: node_modules/.botgrpo-libraries is stale; bundling on first use (run `node lib/libraries.mjs prepare`)\n");
+    } catch { /* not prepared: made on first use */ }
+  }
+  return prepared;
+}
+
+/** Make every installed curated library's bundle and surface and write them with their manifest. */
+export async function prepareLibraries() {
+  const libraries = {};
+  fs.rmSync(PREPARED_DIR, { recursive: true, force: true });
+  fs.mkdirSync(PREPARED_DIR, { recursive: true });
+  for (const [i, name] of curatedLibraries().entries()) {
+    const js = await buildBundle(name);
+    const surface = loadSurface(name);
+    const file = `${i}.cjs`;
+    fs.writeFileSync(path.join(PREPARED_DIR, file), js);
+    libraries[name] = { file, names: surface ? [...surface.names] : null, hasDefault: surface?.hasDefault ?? true };
+  }
+  fs.writeFileSync(path.join(PREPARED_DIR, "manifest.json"), JSON.stringify({ stamp: stamp(), libraries }));
+  return Object.keys(libraries);
+}
+
 const surfaces = new Map();
 
+/** {names, hasDefault} from loading the library in this (trusted) realm, or null. */
+function loadSurface(specifier) {
+  try {
+    const exported = requireHere(specifier);
+    const names = new Set(Object.keys(exported));
+    return { names, hasDefault: !exported.__esModule || names.has("default") };
+  } catch (error) {
+    process.stderr.write(`libraries: ${specifier} could not be loaded: ${error?.message ?? error}\n`);
+    return null;
+  }
+}
+
 /**
- * {names: Set, hasDefault} of a library, from loading it once in this (trusted) realm: what a
- * component can import from it. Null when it cannot be loaded (then nothing is checked).
+ * {names: Set, hasDefault} of a library: what a component can import from it (prepared, or
+ * from loading it once here). Null when it cannot be loaded (then nothing is checked).
  */
 export function librarySurface(specifier) {
   if (!surfaces.has(specifier)) {
-    let surface = null;
-    try {
-      const exported = requireHere(specifier);
-      const names = new Set(Object.keys(exported));
-      surface = { names, hasDefault: !exported.__esModule || names.has("default") };
-    } catch (error) {
-      process.stderr.write(`libraries: ${specifier} could not be loaded: ${error?.message ?? error}\n`);
-    }
-    surfaces.set(specifier, surface);
+    const ready = preparedLibraries()[specifier];
+    surfaces.set(specifier, ready?.names ? { names: new Set(ready.names), hasDefault: ready.hasDefault } : loadSurface(specifier));
   }
   return surfaces.get(specifier);
 }
@@ -131,11 +182,13 @@ export function libraryImportErrors(sourceFile, allow) {
 // The realm traps these globals (lib/render/prelude.js): reading one is a violation. Libraries
 // feature-test them (`typeof process !== "undefined"`), so in a library's bundle each is the
 // constant `undefined`: the library sees a browser without them, and never reaches the trap.
+// `global` is the realm's own global object, as browser bundlers make it (lodash, inside
+// recharts, would otherwise find it through `Function("return this")`, i.e. eval).
 const HOST_GLOBALS_ABSENT = Object.freeze(Object.fromEntries([
-  "process", "global", "Buffer", "__dirname", "__filename", "fetch", "XMLHttpRequest", "WebSocket",
+  "process", "Buffer", "__dirname", "__filename", "fetch", "XMLHttpRequest", "WebSocket",
   "EventSource", "Request", "Response", "Headers", "importScripts", "Deno", "Bun", "SharedArrayBuffer",
   "Atomics", "WebAssembly", "FinalizationRegistry",
-].map((name) => [name, "undefined"])));
+].map((name) => [name, "undefined"]).concat([["global", "globalThis"]])));
 
 const bundles = new Map();
 
@@ -146,22 +199,32 @@ const bundles = new Map();
  */
 export function libraryBundle(specifier) {
   if (!bundles.has(specifier)) {
-    bundles.set(specifier, (async () => {
-      const result = await esbuild.build({
-        stdin: { contents: `module.exports = require(${JSON.stringify(specifier)});`, resolveDir: NODE_DIR, loader: "js" },
-        bundle: true,
-        write: false,
-        format: "cjs",
-        platform: "neutral",
-        mainFields: ["module", "main"],
-        conditions: ["production", "import", "default"],
-        target: "es2022",
-        external: [...REALM_MODULES],
-        define: { ...HOST_GLOBALS_ABSENT, "process.env.NODE_ENV": '"production"' },
-        logLevel: "silent",
-      });
-      return instrumentCatches(result.outputFiles[0].text, LIBRARY_CATCH);
-    })());
+    const ready = preparedLibraries()[specifier];
+    bundles.set(specifier, ready ? fs.promises.readFile(path.join(PREPARED_DIR, ready.file), "utf8") : buildBundle(specifier));
   }
   return bundles.get(specifier);
+}
+
+async function buildBundle(specifier) {
+  const result = await esbuild.build({
+    stdin: { contents: `module.exports = require(${JSON.stringify(specifier)});`, resolveDir: NODE_DIR, loader: "js" },
+    bundle: true,
+    write: false,
+    format: "cjs",
+    platform: "neutral",
+    mainFields: ["module", "main"],
+    conditions: ["production", "import", "default"],
+    target: "es2022",
+    external: [...REALM_MODULES],
+    define: { ...HOST_GLOBALS_ABSENT, "process.env.NODE_ENV": '"production"' },
+    logLevel: "silent",
+  });
+  return instrumentCatches(result.outputFiles[0].text, LIBRARY_CATCH);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "prepare") {
+  const started = performance.now();
+  const names = await prepareLibraries();
+  await esbuild.stop();
+  process.stdout.write(`prepared ${names.join(", ") || "no libraries"} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 }

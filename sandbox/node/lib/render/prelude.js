@@ -36,6 +36,10 @@
   const WeakSetC = WeakSet;
   const weakHas = WeakSet.prototype.has;
   const MAX_LIST = 20;
+  const strSplit = String.prototype.split;
+  const strTrim = String.prototype.trim;
+  const strStartsWith = String.prototype.startsWith;
+  const strIncludes = String.prototype.includes;
 
   const push = (list, value) => { list[list.length] = value; };
   const record = () => { const o = create(null); return o; };
@@ -62,6 +66,17 @@
     if (state.violations.length < MAX_LIST) push(state.violations, text);
   }
 
+  // A trap's caller is a library (lib/libraries.mjs) when the frame that touched it is in a
+  // library's script (named `library:<specifier>` by the host; model code runs as component.js
+  // and cannot name a script). Libraries reach such globals through the global object (lodash's
+  // `root.Buffer`); they get `undefined`, as in a browser, and nothing is recorded.
+  function calledFromLibrary() {
+    let frames;
+    try { frames = apply(strSplit, toStr(new ErrorC().stack), ["\n"]); } catch { return false; }
+    const caller = frames.length > 3 ? apply(strTrim, frames[3], []) : "";
+    return apply(strStartsWith, caller, ["at library:"]) || apply(strIncludes, caller, ["(library:"]);
+  }
+
   // ---- globals that would reach the host: record the attempt, then fail like a missing global
   const TRAPPED = [
     "process", "require", "module", "exports", "global", "Buffer", "__dirname", "__filename",
@@ -73,6 +88,7 @@
     const name = TRAPPED[i];
     try { delete G[name]; } catch { /* not configurable: defineProperty below fails loudly */ }
     const refuse = () => {
+      if (calledFromLibrary()) return undefined;  // a library probing its host: it is absent, not an attempt
       violation(`used the global ${name}`);
       throw new ReferenceErrorC(`${name} is not available to components in this sandbox`);
     };
@@ -233,6 +249,46 @@
     return copy;
   };
   hostHooks.caught = (error) => { noteCaught(error); };
+
+  // ---- the override mistake: once Object.prototype is frozen, `P.toString = f` on an ordinary
+  // object fails (silently in sloppy code: decimal.js-light inside recharts then computes with
+  // Object.prototype.toString), because an inherited read-only property forbids the assignment.
+  // The properties code commonly gives its own objects become accessors on the prototype: read,
+  // the built-in value; written on another object, an own property of that object, as it would
+  // be unfrozen; written on the prototype itself, a violation like any write to a built-in.
+  const OVERRIDABLE = [
+    [Object.prototype, ["constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable"]],
+    [Function.prototype, ["constructor", "toString", "apply", "bind", "call"]],
+    [Array.prototype, ["constructor", "toString", "push"]],
+    [Error.prototype, ["constructor", "message", "name", "toString"]],
+    [TypeError.prototype, ["constructor", "message", "name"]],
+    [RangeError.prototype, ["constructor", "message", "name"]],
+    [Promise.prototype, ["constructor"]],
+  ];
+  function enableOverrides() {
+    for (let i = 0; i < OVERRIDABLE.length; i++) {
+      const proto = OVERRIDABLE[i][0];
+      const names = OVERRIDABLE[i][1];
+      for (let j = 0; j < names.length; j++) {
+        const name = names[j];
+        const d = gopd(proto, name);
+        if (d === undefined || !("value" in d) || !d.configurable) continue;
+        const value = d.value;
+        defineProperty(proto, name, {
+          get() { return value; },
+          set(next) {
+            if (this === proto) {
+              violation("tried to modify a built-in object (built-ins are frozen)");
+              throw new TypeErrorC(`Cannot assign to read only property '${name}' of object`);
+            }
+            defineProperty(this, name, { value: next, writable: true, enumerable: true, configurable: true });
+          },
+          enumerable: d.enumerable,
+          configurable: false,
+        });
+      }
+    }
+  }
 
   // ---- the built-ins, frozen before model code runs
   function watchedObjects() {
@@ -553,6 +609,7 @@
     // any model code runs, so a component cannot change what React or this file rely on, nor
     // rig its own markup.
     guardReflection();
+    enableOverrides();
     const watched = watchedObjects();
     for (let i = 0; i < watched.length; i++) apply(weakSetAdd, frozenBuiltins, [watched[i]]);
     for (let i = 1; i < watched.length; i++) {
