@@ -304,3 +304,23 @@ export default function Hero() {
     result = score(render_scorer, code, "render", SPEC)
     assert result.details["spec_passed"] is False
     assert "missing element <button>" in result.details["spec_violations"], result.details
+
+
+@pytest.mark.parametrize("module", ["framer-motion", "motion/react"])
+def test_an_entrance_animation_is_judged_at_rest(render_scorer, module):
+    """A hero that fades in from opacity 0 is what a user sees a moment after load: rendered in its
+    animated-to state (AnimatePresence initial={false} around the root), it meets the spec."""
+    code = f'''import {{ motion }} from "{module}";
+
+export default function Hero() {{
+  return (
+    <motion.div initial={{{{ opacity: 0, y: 20 }}}} animate={{{{ opacity: 1, y: 0 }}}}>
+      <h1>Grow faster</h1>
+      <motion.button whileHover={{{{ scale: 1.05 }}}}>Start free trial</motion.button>
+    </motion.div>
+  );
+}}
+'''
+    result = score(render_scorer, code, "render", SPEC)
+    assert result.passed and result.details["spec_passed"] is True, result.details
+    assert result.score == 1.0

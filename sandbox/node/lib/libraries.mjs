@@ -42,6 +42,15 @@ export function packageOf(specifier) {
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }
 
+/**
+ * [specifier, export, props] a render wraps the component in when the component loads that
+ * library: the root that makes it render its settled state (lib/render/prelude.js, settle).
+ */
+export const ROOT_WRAPPERS = Object.freeze([
+  ["framer-motion", "AnimatePresence", { initial: false }],
+  ["motion/react", "AnimatePresence", { initial: false }],
+]);
+
 const PACKAGE_NAME = /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
 const installedCache = new Map();
 

@@ -17,7 +17,7 @@ import { componentNode, defaultProps, optionalProps } from "./props.mjs";
 import { lintFile } from "../lint.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "../positions.mjs";
 import { summarize } from "../summary.mjs";
-import { isLibrary, libraryBundle, libraryImportErrors } from "../libraries.mjs";
+import { ROOT_WRAPPERS, isLibrary, libraryBundle, libraryImportErrors } from "../libraries.mjs";
 
 export const DEFAULT_WRAPPERS = Object.freeze([
   "div", "span", "p", "section", "main", "article", "header", "footer", "nav", "aside", "ul", "ol",
@@ -115,7 +115,7 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
   const job = {
     js: instrumentCatches(bundle.js, catchName), catchName, nonce: randomBytes(8).toString("hex"),
     map: bundle.map, exportName: target.exportName, props, allow, builtins: BUILTINS,
-    libraries: await libraryScripts(bundle.externals.filter(isLibrary)),
+    libraries: await libraryScripts(bundle.externals.filter(isLibrary)), rootWrappers: ROOT_WRAPPERS,
     timeoutMs: clamp(options.timeout_ms, 50, 10_000, 1000), maxHtmlChars: clamp(options.max_html_chars, 1000, 1_000_000, 100_000),
     timerHorizonMs: clamp(options.timer_horizon_ms, 0, 60_000, 1000), maxConsoleBytes: clamp(options.max_console_bytes, 1024, 16 << 20, 1 << 20),
   };

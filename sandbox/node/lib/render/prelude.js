@@ -480,6 +480,19 @@
       }
     }
     lockGlobals();
+    // What a user sees once entrance animations have run: each loaded library with a root
+    // wrapper (framer-motion's AnimatePresence with initial={false}) renders its settled state,
+    // not the first frame (an element fading in from opacity 0 would render as hidden).
+    user.wrappers = [];
+    const wrappers = isArray(config.rootWrappers) ? config.rootWrappers : [];
+    for (let i = 0; i < wrappers.length; i++) {
+      const [key, exportName, props] = wrappers[i];
+      if (loaded[key] !== undefined) {
+        const d = gopd(loaded[key].exports, exportName);
+        const type = d === undefined ? undefined : "value" in d ? d.value : apply(d.get, loaded[key].exports, []);
+        if (type !== undefined) push(user.wrappers, [type, props]);
+      }
+    }
     return function userRequire(name) {
       const key = toStr(name);
       if (modules[key] !== undefined) return modules[key];
@@ -506,6 +519,12 @@
     for (let i = 0; i < keys.length; i++) {
       defineProperty(out, keys[i], { value: materialise(value[keys[i]], depth + 1), writable: true, enumerable: true, configurable: true });
     }
+    return out;
+  }
+
+  function settle(element) {
+    let out = element;
+    for (let i = 0; i < user.wrappers.length; i++) out = user.createElement(user.wrappers[i][0], materialise(user.wrappers[i][1], 0), out);
     return out;
   }
 
@@ -536,7 +555,7 @@
         return res;
       }
       state.phase = "render";
-      const element = user.createElement(component, materialise(user.props, 0));
+      const element = settle(user.createElement(component, materialise(user.props, 0)));
       const html = user.server.renderToString(element);
       res.html = html.length > user.maxRawChars ? "" : html;
       res.htmlChars = html.length;

@@ -155,7 +155,7 @@ export function renderInRealm(realm, job, libraries = null) {
   }
   api.install(factory, JSON.stringify({
     exportName: job.exportName, props: job.props ?? {}, allow: job.allow ?? [], builtins: job.builtins ?? [],
-    libraries: job.libraryNames ?? [],
+    libraries: job.libraryNames ?? [], rootWrappers: job.rootWrappers ?? [],
     maxRawChars: job.maxHtmlChars * RAW_FACTOR + RAW_SLACK, maxConsoleBytes: job.maxConsoleBytes,
     timerHorizonMs: job.timerHorizonMs, nonce: job.nonce,
   }));
