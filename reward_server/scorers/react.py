@@ -172,7 +172,7 @@ class ReactScorer:
     def _attach_screenshots(self, scored: list[ScoreResult], compiled: list[Optional[CompileResult]],
                             opts: ReactOptions) -> None:
         """details.screenshot_png for every rollout that rendered (an empty render included)."""
-        jobs = [(i, c.render.html) for i, c in enumerate(compiled)
+        jobs = [(i, rr.styled_page(c.render)) for i, c in enumerate(compiled)
                 if c is not None and c.render is not None and c.render.status in ("ok", "empty", "hooks")]
         if not jobs:
             return

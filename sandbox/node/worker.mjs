@@ -37,6 +37,7 @@ import { lintFile } from "./lib/lint.mjs";
 import { OxlintBatcher } from "./lib/oxlint.mjs";
 import { RenderHost } from "./lib/render/host.mjs";
 import { renderLevel } from "./lib/render/level.mjs";
+import { tailwindCss } from "./lib/render/tailwind.mjs";
 
 // stdout is the protocol: a library that prints must not be able to forge or break a response.
 for (const method of ["log", "info", "warn", "error", "debug", "trace"]) {
@@ -175,6 +176,10 @@ async function render(request, code, allow, engine, onLint) {
   const hooks = lint ? lint.filter((d) => d.rule === "react-hooks/rules-of-hooks") : null;
   const options = request.render && typeof request.render === "object" ? request.render : {};
   const response = await renderLevel(code, sourceFile, allow, options, renderHost, hooks);
+  if (options.tailwind === true && response.render?.html) {
+    const { css, ms } = await tailwindCss(response.render.html);
+    Object.assign(response.render, { css, css_ms: ms });
+  }
   if (lint && response.summary && Object.keys(response.summary).length > 0) response.lint = lint;
   return response;
 }
