@@ -69,6 +69,29 @@ export function isLibrary(specifier) {
   return installedCache.get(specifier);
 }
 
+const typedCache = new Map();
+
+/**
+ * True when TypeScript finds declarations for the library: its package names them (`types`,
+ * `typings`, a `types` export condition) or ships an index.d.ts, or `@types/<name>` is
+ * installed. A library without them is an ambient `any` module at typecheck, as before.
+ */
+export function hasTypes(specifier) {
+  if (!typedCache.has(specifier)) {
+    const pkg = packageOf(specifier);
+    let typed = false;
+    try {
+      const manifest = JSON.parse(fs.readFileSync(path.join(NODE_MODULES, pkg, "package.json"), "utf8"));
+      typed = Boolean(manifest.types || manifest.typings) || JSON.stringify(manifest.exports ?? null).includes('"types"') ||
+        fs.existsSync(path.join(NODE_MODULES, pkg, "index.d.ts"));
+    } catch { /* not installed */ }
+    const atTypes = pkg.startsWith("@") ? pkg.slice(1).replace("/", "__") : pkg;
+    typed ||= fs.existsSync(path.join(NODE_MODULES, "@types", atTypes, "package.json"));
+    typedCache.set(specifier, typed);
+  }
+  return typedCache.get(specifier);
+}
+
 /** The curated libraries of package.json that are installed: their declarations join every tsgo program. */
 export function curatedLibraries() {
   const manifest = JSON.parse(fs.readFileSync(path.join(NODE_DIR, "package.json"), "utf8"));

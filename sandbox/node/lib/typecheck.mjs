@@ -39,7 +39,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
 import { budgetSuspects } from "./budget.mjs";
-import { curatedLibraries, isLibrary } from "./libraries.mjs";
+import { curatedLibraries, hasTypes, isLibrary } from "./libraries.mjs";
 import { ServiceError } from "./esbuild-service.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
 import { ServerFailure, TsgoServer } from "./tsgo-server.mjs";
@@ -106,10 +106,10 @@ const randomName = () => crypto.randomBytes(16).toString("hex");
 
 /**
  * Allowed modules of a batch declared as ambient `any` modules: those that are not installed
- * libraries (an installed library is checked against its own declarations: lib/libraries.mjs).
+ * libraries with declarations (such a library is checked against its own: lib/libraries.mjs).
  */
 function ambientModules(batch) {
-  return [...new Set(batch.flatMap((item) => item.allow))].filter((m) => !isLibrary(m));
+  return [...new Set(batch.flatMap((item) => item.allow))].filter((m) => !(isLibrary(m) && hasTypes(m)));
 }
 
 let prelude = null;
