@@ -237,9 +237,62 @@ export function libraryBundle(specifier) {
   return bundles.get(specifier);
 }
 
+// A barrel of at least this many named re-exports (lucide-react's ~2,200 icon modules) is
+// served lazily: each export is a getter that initialises its own module on first use, so a
+// component using three icons does not instantiate all of them in every realm (~200 ms a render).
+const LAZY_BARREL_MIN = 100;
+
+/** The library's ES module entry, if package.json names one (exports' import/module, or module). */
+function esmEntry(specifier) {
+  const pkg = packageOf(specifier);
+  const dir = path.join(NODE_MODULES, pkg);
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+  const sub = specifier === pkg ? "." : `./${specifier.slice(pkg.length + 1)}`;
+  const target = manifest.exports?.[sub];
+  const file = (target && typeof target === "object" ? target.module ?? target.import : null) ??
+    (sub === "." ? manifest.module : null);
+  return typeof file === "string" ? path.join(dir, file) : null;
+}
+
+/**
+ * CommonJS source whose exports are getters over the barrel's re-exported modules, or null
+ * when the entry is not such a barrel. Names the barrel defines otherwise (lucide-react's
+ * `icons` namespace) are read from the whole entry, loaded on their first use.
+ */
+function lazyBarrel(specifier) {
+  const entry = esmEntry(specifier);
+  if (entry === null || !fs.existsSync(entry)) return null;
+  const sf = ts.createSourceFile(entry, fs.readFileSync(entry, "utf8"), ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
+  const lines = [];
+  let reexports = 0;
+  for (const statement of sf.statements) {
+    if (!ts.isExportDeclaration(statement) || !statement.moduleSpecifier || !statement.exportClause ||
+        !ts.isNamedExports(statement.exportClause)) continue;
+    reexports++;
+    const from = JSON.stringify(statement.moduleSpecifier.text);
+    for (const element of statement.exportClause.elements) {
+      const name = JSON.stringify(element.name.text);
+      const imported = JSON.stringify((element.propertyName ?? element.name).text);
+      lines.push(`get(${name}, () => require(${from})[${imported}]);`);
+    }
+  }
+  if (reexports < LAZY_BARREL_MIN) return null;
+  const names = new Set(sf.statements.flatMap((s) => ts.isExportDeclaration(s) && s.moduleSpecifier && s.exportClause &&
+    ts.isNamedExports(s.exportClause) ? s.exportClause.elements.map((e) => e.name.text) : []));
+  const rest = Object.keys(requireHere(specifier)).filter((name) => !names.has(name));
+  for (const name of rest) lines.push(`get(${JSON.stringify(name)}, () => require(${JSON.stringify(entry)})[${JSON.stringify(name)}]);`);
+  return { resolveDir: path.dirname(entry), contents: [
+    "const get = (name, read) => Object.defineProperty(exports, name, { enumerable: true, get: read });",
+    'Object.defineProperty(exports, "__esModule", { value: true });',
+    ...lines,
+  ].join("\n") };
+}
+
 async function buildBundle(specifier) {
+  const lazy = lazyBarrel(specifier);
   const result = await esbuild.build({
-    stdin: { contents: `module.exports = require(${JSON.stringify(specifier)});`, resolveDir: NODE_DIR, loader: "js" },
+    stdin: lazy ? { ...lazy, loader: "js" }
+      : { contents: `module.exports = require(${JSON.stringify(specifier)});`, resolveDir: NODE_DIR, loader: "js" },
     bundle: true,
     write: false,
     format: "cjs",
