@@ -206,6 +206,19 @@ def test_an_allowed_module_that_is_not_installed_is_refused_at_start_up():
     assert "'left-pad'" in done.stderr and "not installed" in done.stderr, done.stderr[-2000:]
 
 
+def test_the_server_refuses_to_start_with_an_allowed_module_not_installed():
+    from fastapi.testclient import TestClient
+
+    from botgrpo.reward_server.app import create_app
+    from botgrpo.reward_server.settings import ServerSettings
+
+    require_node_toolchain()
+    app = create_app(ServerSettings(react_allow=["lucide-react", "left-pad"]))
+    with pytest.raises(libraries.LibraryNotInstalled, match="'left-pad'"):
+        with TestClient(app):
+            pass
+
+
 def test_botgrpo_score_uses_the_allow_list_setting(tmp_path):
     require_node_toolchain()
     completion = tmp_path / "landing.md"
