@@ -8,10 +8,14 @@
 //   typecheck  tsgo resolves it to its own declarations (lib/typecheck.mjs), so misusing a prop
 //              is a located type error; every installed library's declarations are in every
 //              program, so a library's global augmentations never depend on the neighbours;
-//   render     the library runs inside the component's realm, from a bundle made once per
-//              worker (esbuild, React kept external so the realm's own React serves it): the
-//              same frozen built-ins, trapped host globals, virtual timers and recorded effects
-//              as the component, and its catch clauses are instrumented like the component's.
+//   render     the library runs inside the component's realm, from a bundle made once (at
+//              install time, below; else once per worker): esbuild, React kept external so the
+//              realm's own React serves it. The same frozen built-ins, trapped host globals,
+//              virtual timers and recorded effects as the component; its catch clauses are
+//              instrumented like the component's; framer-motion renders at rest (ROOT_WRAPPERS).
+//
+// With a `pkg/*` allow entry every plain subpath of an installed package is a library, bundled
+// on its first use by each worker: an operator's choice, bounded by the pool's timeout.
 //
 // An allowed module that is not installed keeps the old meaning: external at build, an
 // ambient `any` module at typecheck, "cannot be loaded" at render. The reward server refuses
