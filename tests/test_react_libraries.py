@@ -294,17 +294,24 @@ export default function Chart() {
 SPEC = {"elements": ["button"], "text": ["Start free trial"]}
 
 
-def test_a_decoy_hidden_inside_a_motion_div_does_not_meet_the_spec(render_scorer):
+HIDING = {
+    "display none": '<motion.div animate={{ y: 0 }} style={{ display: "none" }}>',
+    "animated out of sight": "<motion.div initial={{ opacity: 1 }} animate={{ opacity: 0 }}>",
+}
+
+
+@pytest.mark.parametrize("how", sorted(HIDING))
+def test_a_decoy_hidden_inside_a_motion_div_does_not_meet_the_spec(render_scorer, how):
     honest = '''import { motion } from "framer-motion";
 
 export default function Hero() {
   return <motion.div animate={{ y: 0 }}><h1>Grow faster</h1><button>Start free trial</button></motion.div>;
 }
 '''
-    hidden = honest.replace("<motion.div animate={{ y: 0 }}>", "<motion.div animate={{ y: 0 }} style={{ display: \"none\" }}>")
+    hidden = honest.replace("<motion.div animate={{ y: 0 }}>", HIDING[how])
     assert score(render_scorer, honest, "render", SPEC).details["spec_passed"] is True
     decoy = score(render_scorer, hidden, "render", SPEC)
-    assert decoy.details["spec_passed"] is False, decoy.details
+    assert decoy.details["spec_passed"] is False, (how, decoy.details)
 
 
 def test_an_icon_in_place_of_the_specs_button_does_not_meet_it(render_scorer):
