@@ -25,12 +25,17 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-# The sandbox's compilers (esbuild, TypeScript) at the versions pinned in its lockfile.
+# The sandbox's compilers (esbuild, TypeScript) and UI libraries at the versions pinned in its
+# lockfile; the libraries are bundled once for rendering (sandbox/node/lib/libraries.mjs).
 sandbox/node/node_modules/.installed: sandbox/node/package.json sandbox/node/package-lock.json
 	npm ci --prefix sandbox/node --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(VENV)/.installed sandbox/node/node_modules/.installed
+LIBRARIES := sandbox/node/node_modules/.botgrpo-libraries/manifest.json
+$(LIBRARIES): sandbox/node/node_modules/.installed sandbox/node/lib/libraries.mjs sandbox/node/lib/render/catches.mjs
+	cd sandbox/node && node lib/libraries.mjs prepare
+
+install: $(VENV)/.installed sandbox/node/node_modules/.installed $(LIBRARIES)
 
 demo: install
 	$(BIN)/botgrpo demo

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from botgrpo.sandbox.libraries import curated as curated_libraries
 from botgrpo.services.settings import load
 
 AUTO = "auto"
@@ -44,7 +45,11 @@ class ServerSettings(BaseModel):
                                  "(in-process queue and `botgrpo worker`): slow rollouts go one at a time, so "
                                  "another client waits for about one rollout, not a batch (see services/queue/fair.py)")
     react_pool_size: int = Field(2, ge=1, description="Node compiler workers per process")
-    react_allow: list[str] = Field(default_factory=list, description="bare imports allowed besides react/react-dom")
+    react_allow: list[str] = Field(default_factory=lambda: list(curated_libraries()),
+                                   description="bare imports a React component may use besides react/react-dom: the "
+                                   "curated UI libraries pinned in the sandbox's lockfile by default (docs/rewards.md); "
+                                   "[] allows React only, `pkg/*` plain subpaths; each must be installed in the sandbox "
+                                   "(checked at start-up)")
     sandbox_require: list[str] = Field(default_factory=lambda: [AUTO], description="isolation layers the compiler "
                                        "sandbox must have or refuse to start, e.g. [no_network, fs_view] (see "
                                        "sandbox/README.md); `auto`: no_network, fs_view and drop_privileges where this "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 MAX_MESSAGE_CHARS = 1000
+MAX_CSS_CHARS = 1 << 20
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -71,6 +72,8 @@ class RenderResult:
     console_bytes: int = 0
     violations: list[str] = field(default_factory=list)
     ms: float = 0.0
+    css: str = ""  # the markup's Tailwind classes compiled (asked for with render option tailwind)
+    css_ms: float = 0.0
 
     @property
     def fatal(self) -> bool:
@@ -207,7 +210,8 @@ def _render(raw: Any, redact: tuple[tuple[str, str], ...]) -> RenderResult | Non
         effect_errors=[clean_message(e, redact)[:300] for e in raw.get("effectErrors") or []][:5],
         console_bytes=int(raw.get("consoleBytes", 0) or 0),
         violations=[clean_message(v, redact)[:200] for v in raw.get("violations") or []][:20],
-        ms=float(raw.get("ms", 0.0) or 0.0))
+        ms=float(raw.get("ms", 0.0) or 0.0),
+        css=str(raw.get("css") or "")[:MAX_CSS_CHARS], css_ms=float(raw.get("css_ms", 0.0) or 0.0))
 
 
 def from_response(code: str, response: dict[str, Any], elapsed_s: float,

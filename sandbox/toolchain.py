@@ -72,6 +72,18 @@ def installed(directory: Path) -> bool:
     return (directory / "node_modules" / MARKER).is_file()
 
 
+def prepare_libraries(directory: Path, node: str = "node") -> None:
+    """Bundle the curated UI libraries once, after ``npm ci`` (``node/lib/libraries.mjs``): without
+    it each compiler worker would bundle them on first use (seconds each)."""
+    try:
+        done = subprocess.run([node, "lib/libraries.mjs", "prepare"], cwd=directory, capture_output=True, text=True,
+                              timeout=NPM_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"preparing the sandbox's libraries in {directory} took over {NPM_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        raise ToolchainError(f"preparing the sandbox's libraries in {directory} failed: {done.stderr.strip()[-800:]}")
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,5 +128,6 @@ def ensure(directory: Optional[Path] = None, log: Callable[[str], None] = _stder
             raise ToolchainError(f"npm ci in {directory} took over {NPM_TIMEOUT_S} s") from None
         if done.returncode != 0:
             raise ToolchainError(f"npm ci in {directory} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
+        prepare_libraries(directory, node)
         (directory / "node_modules" / MARKER).touch()
     return directory

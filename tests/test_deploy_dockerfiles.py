@@ -121,6 +121,9 @@ def test_server_image_is_a_health_checked_service():
     assert "8000" in kinds["CMD"]
     assert any(c[:3] == ["npm", "ci", "--no-audit"] for run in runs(REPO / "deploy" / "Dockerfile.server")
                for c in shell_commands(run)), "the sandbox's node_modules are baked in"
+    commands = [c for run in runs(REPO / "deploy" / "Dockerfile.server") for c in shell_commands(run)]
+    prepare = commands.index(["node", "lib/libraries.mjs", "prepare"])  # the UI libraries bundled once, from the lockfile
+    assert prepare > next(i for i, c in enumerate(commands) if c[:2] == ["npm", "ci"])
 
 
 def test_trainer_image_starts_the_cli():

@@ -140,3 +140,37 @@ def test_the_server_returns_the_screenshot_on_request(tmp_path):
         assert "screenshot_png" not in plain.json()["results"][0]["details"]
     finally:
         srv.stop()
+
+
+TAILWIND_CARD = '''export default function Promo() {
+  return (
+    <main className="p-6">
+      <div className="h-24 w-64 rounded-xl bg-red-500 p-4 text-2xl font-bold text-white shadow-lg">Sale</div>
+    </main>
+  );
+}
+'''
+
+
+def test_tailwind_classes_style_the_screenshot():
+    """The same render shot with and without its Tailwind stylesheet: only the styled page shows
+    the red box the class names ask for (Tailwind v4 from the lockfile, compiled in the sandbox)."""
+    import base64
+
+    require_node_toolchain()
+    require_host(ScreenshotPool.available(), "Chromium (apt-get install chromium)")
+    require_host(not iso.render_refusal(iso.detect().layers), "bubblewrap with user namespaces (the render layers)")
+    with NodePool(size=1) as pool:
+        scorer = ReactScorer(pool)
+        try:
+            shots = {styled: scorer.score_batch([Rollout(f"```tsx\n{TAILWIND_CARD}```")], ReactOptions(
+                level="render", screenshot=True, screenshot_tailwind=styled, screenshot_width=400, screenshot_height=200))[0]
+                for styled in (True, False)}
+        finally:
+            scorer.close()
+    styled, plain = (image(base64.b64decode(shots[s].details["screenshot_png"])) for s in (True, False))
+    red = lambda rgb: rgb[0] > 200 and rgb[1] < 100 and rgb[2] < 100  # noqa: E731 - Tailwind's red-500
+    inside = (60, 60)  # p-6 (24 px) + the body's 8 px: inside the 256 x 96 box
+    assert red(styled.getpixel(inside)), styled.getpixel(inside)
+    assert not red(plain.getpixel(inside)), plain.getpixel(inside)
+    assert styled.tobytes() != plain.tobytes()

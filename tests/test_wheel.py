@@ -119,4 +119,8 @@ def test_base_install_then_server_extra_serves_and_scores(venv):
         log.close()
     cached = list((tmp / "cache").glob("sandbox-node-*/node_modules/.installed"))
     assert len(cached) == 1, "the npm dependencies went into the cache folder"
+    # the curated UI libraries came from the same lockfile and were bundled for rendering once
+    node_modules = cached[0].parent
+    assert all((node_modules / name / "package.json").is_file() for name in ("lucide-react", "framer-motion", "recharts"))
+    assert (node_modules / ".botgrpo-libraries" / "manifest.json").is_file()
     assert "installing the sandbox's npm dependencies" in (tmp / "serve.log").read_text()

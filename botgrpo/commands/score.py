@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.text import Text
 
 from botgrpo.reward_server.service import RequestRejected, ScoringService
-from botgrpo.reward_server.settings import ServerSettings
+from botgrpo.reward_server.settings import load_server_settings
+from botgrpo.sandbox.toolchain import ToolchainError
 from botgrpo.services.schemas import Result, RewardRequest
 
 
@@ -87,9 +88,13 @@ def run(args: argparse.Namespace) -> int:
                                                 "rollouts": _rollouts(args.file, args.reference)})
     except ValidationError as exc:
         raise SystemExit(f"botgrpo score: {exc}") from None
-    service = ScoringService(ServerSettings())
+    service = ScoringService(load_server_settings())  # the server's settings (BOTGRPO_*), its allow list included
     try:
+        if request.task in service.tasks():  # a misconfigured scorer (an allowed module not installed) stops here
+            service.scorer(request.task)
         results = service.score(request)
+    except ToolchainError as exc:
+        raise SystemExit(f"botgrpo score: {exc}") from None
     except RequestRejected as exc:
         raise SystemExit(f"botgrpo score: {exc.detail}") from None
     finally:

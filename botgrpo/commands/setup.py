@@ -23,6 +23,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"botgrpo setup: {error}", file=sys.stderr)
         return 1
     print(f"botgrpo setup: the sandbox's Node toolchain is ready in {where}")
+    from botgrpo.sandbox.libraries import curated
+
+    print(f"botgrpo setup: UI libraries a component may import (react_allow's default): {', '.join(curated())}")
     layers = sorted(iso.detect().layers, key=iso.ALL_LAYERS.index)
     missing = [layer for layer in iso.ALL_LAYERS if layer not in layers]
     print(f"botgrpo setup: isolation layers on this host: {', '.join(layers) or 'none'}"

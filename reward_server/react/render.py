@@ -67,6 +67,8 @@ class RenderOptions(BaseModel):
         "react/no-deprecated is ESLint's only)")
     screenshot: bool = Field(False, description="at level render: a PNG of the rendered markup in headless Chromium, "
                              "in details.screenshot_png (base64)")
+    screenshot_tailwind: bool = Field(True, description="at level render with screenshot: style the page with the "
+                                      "Tailwind v4 CSS its class names compile to (offline, from the sandbox's lockfile)")
     screenshot_width: int = Field(800, ge=200, le=1600, description="screenshot viewport width in CSS pixels")
     screenshot_height: int = Field(600, ge=100, le=2000, description="screenshot viewport height in CSS pixels")
     return_html: bool = Field(False, description="at level render: the server-rendered markup in details.render.html")
@@ -77,12 +79,19 @@ def sandbox_render_options(opts: RenderOptions, spec: Any) -> dict[str, Any]:
     options: dict[str, Any] = {"empty": opts.empty_render, "timeout_ms": opts.render_timeout_ms}
     if opts.wrapper_tags is not None:
         options["wrappers"] = [str(t).lower() for t in opts.wrapper_tags]
+    if opts.screenshot and opts.screenshot_tailwind:
+        options["tailwind"] = True
     if spec is not None:
         if getattr(spec, "component", None):
             options["component"] = spec.component
         if getattr(spec, "render_props", None):
             options["props"] = spec.render_props
     return options
+
+
+def styled_page(render: Any) -> str:
+    """The markup a screenshot shoots: the render's HTML after its Tailwind stylesheet, if any."""
+    return f"<style>{render.css}</style>{render.html}" if render.css else render.html
 
 
 def rendered_summary(compiled: Optional[CompileResult]) -> Optional[dict[str, Any]]:

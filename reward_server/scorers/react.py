@@ -39,6 +39,7 @@ from botgrpo.reward_server.react.spec import Spec, Violation, check_spec, declar
 from botgrpo.reward_server.references import ReactReference
 from botgrpo.reward_server.scorers.base import Rollout, ScoreResult, SpanScore
 from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox import libraries, toolchain
 from botgrpo.sandbox.node_pool import CompileResult, IsolationConfig, NodePool
 from botgrpo.services.recipe import RecipeOptions
 
@@ -98,13 +99,15 @@ class ReactScorer:
     Reference: ClassVar[type[BaseModel]] = ReactReference  # checked at request time (reward_server.references)
     eval_levels: ClassVar[tuple[str, ...]] = ("syntax", "build", "typecheck")  # `botgrpo eval`'s default
 
-    def __init__(self, pool: Optional[NodePool] = None, *, allow: Sequence[str] = (), pool_size: int = 2,
+    def __init__(self, pool: Optional[NodePool] = None, *, allow: Optional[Sequence[str]] = None, pool_size: int = 2,
                  timeout_s: float = 5.0, isolation: Optional[IsolationConfig] = None, render_unisolated: bool = False,
                  screenshots: Any = None, screenshot_pool_size: int = 1) -> None:
         self._pool = pool
         self._pool_args = dict(size=pool_size, timeout_s=timeout_s, isolation=isolation,
                                render_unisolated=render_unisolated)
-        self._allow = tuple(allow)
+        self._allow = libraries.curated() if allow is None else tuple(allow)
+        if pool is None and toolchain.installed(toolchain.node_dir()):  # refused at start-up, not at a render
+            libraries.check_installed(self._allow, toolchain.node_dir())
         self._lock = threading.Lock()
         self._screenshots = screenshots
         self._screenshot_args = dict(size=screenshot_pool_size, isolation=isolation)
@@ -127,6 +130,7 @@ class ReactScorer:
     def pool(self) -> NodePool:
         with self._lock:
             if self._pool is None:
+                libraries.check_installed(self._allow, toolchain.ensure())
                 self._pool = NodePool(**self._pool_args).start()
             return self._pool
 
@@ -167,7 +171,7 @@ class ReactScorer:
     def _attach_screenshots(self, scored: list[ScoreResult], compiled: list[Optional[CompileResult]],
                             opts: ReactOptions) -> None:
         """details.screenshot_png for every rollout that rendered (an empty render included)."""
-        jobs = [(i, c.render.html) for i, c in enumerate(compiled)
+        jobs = [(i, rr.styled_page(c.render)) for i, c in enumerate(compiled)
                 if c is not None and c.render is not None and c.render.status in ("ok", "empty", "hooks")]
         if not jobs:
             return

@@ -26,6 +26,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { checkBuild } from "./lib/build.mjs";
 import { ServiceError } from "./lib/esbuild-service.mjs";
+import { libraryImportErrors } from "./lib/libraries.mjs";
 import { lintDirectiveViolations, policyViolations } from "./lib/policy.mjs";
 import { lineStarts, makeDiagnostic } from "./lib/positions.mjs";
 import { redactPaths, sanitize } from "./lib/sanitize.mjs";
@@ -36,6 +37,7 @@ import { lintFile } from "./lib/lint.mjs";
 import { OxlintBatcher } from "./lib/oxlint.mjs";
 import { RenderHost } from "./lib/render/host.mjs";
 import { renderLevel } from "./lib/render/level.mjs";
+import { tailwindCss } from "./lib/render/tailwind.mjs";
 
 // stdout is the protocol: a library that prints must not be able to forge or break a response.
 for (const method of ["log", "info", "warn", "error", "debug", "trace"]) {
@@ -174,6 +176,10 @@ async function render(request, code, allow, engine, onLint) {
   const hooks = lint ? lint.filter((d) => d.rule === "react-hooks/rules-of-hooks") : null;
   const options = request.render && typeof request.render === "object" ? request.render : {};
   const response = await renderLevel(code, sourceFile, allow, options, renderHost, hooks);
+  if (options.tailwind === true && response.render?.html) {
+    const { css, ms } = await tailwindCss(response.render.html);
+    Object.assign(response.render, { css, css_ms: ms });
+  }
   if (lint && response.summary && Object.keys(response.summary).length > 0) response.lint = lint;
   return response;
 }
@@ -206,6 +212,11 @@ async function compileUntyped(code, level, allow) {
   const diagnostics = level === "syntax" ? await checkSyntax(code) : await checkBuild(code, allow);
   if (diagnostics.length > 0) return { response: { ok: false, diagnostics, summary: {} }, sourceFile: null };
   const sourceFile = parseTsx(code);
+  if (level !== "syntax") {
+    const starts = lineStarts(code);
+    const missing = libraryImportErrors(sourceFile, allow).map(([s, e, m]) => makeDiagnostic(starts, s, e, m));
+    if (missing.length > 0) return { response: { ok: false, diagnostics: missing, summary: {} }, sourceFile: null };
+  }
   const summary = summarize(sourceFile);
   parsed.set(summary, sourceFile);
   return { response: { ok: true, diagnostics: [], summary }, sourceFile };

@@ -69,10 +69,10 @@ export default function Banner() {
 ```"""
 
 DISALLOWED_IMPORT = """```tsx
-import { format } from "date-fns";
+import moment from "moment";
 
 export default function Today() {
-  return <time>{format(new Date(), "yyyy-MM-dd")}</time>;
+  return <time>{moment().format("YYYY-MM-DD")}</time>;
 }
 ```"""
 

@@ -165,9 +165,10 @@ export class TsgoServer {
    * @param {string} options.workDir writable directory whose node_modules resolves @types/react
    * @param {object} options.compilerOptions the tsconfig compilerOptions of every run
    * @param {string} options.probe a known-good file checked at start (warms lib and React types)
+   * @param {string} options.prelude a root file of every run (the installed libraries' imports), or ""
    */
-  constructor({ tsgoPath, prlimit, memoryMb, workDir, compilerOptions, probe }) {
-    Object.assign(this, { tsgoPath, prlimit, memoryMb, workDir, compilerOptions, probe });
+  constructor({ tsgoPath, prlimit, memoryMb, workDir, compilerOptions, probe, prelude = "" }) {
+    Object.assign(this, { tsgoPath, prlimit, memoryMb, workDir, compilerOptions, probe, prelude });
     this.rpc = null;
     this.starting = null;
   }
@@ -249,8 +250,10 @@ export class TsgoServer {
     const files = names.map((name) => path.join(dir, `${name}.tsx`));
     const ambientFile = path.join(dir, `${randomName()}.d.ts`);
     const declarations = ambient.map((m) => `declare module ${JSON.stringify(m)};`).join("\n");
-    await Promise.all([...codes.map((code, i) => fs.writeFile(files[i], code)), fs.writeFile(ambientFile, declarations + "\n")]);
-    const roots = [...files, ambientFile];
+    const preludeFile = path.join(dir, `${randomName()}.ts`);
+    await Promise.all([...codes.map((code, i) => fs.writeFile(files[i], code)), fs.writeFile(ambientFile, declarations + "\n"),
+      ...(this.prelude ? [fs.writeFile(preludeFile, this.prelude)] : [])]);
+    const roots = [...files, ambientFile, ...(this.prelude ? [preludeFile] : [])];
     await fs.writeFile(config, JSON.stringify({ compilerOptions: this.compilerOptions, files: roots.map((f) => path.basename(f)) }));
     const previous = state.files;
     state.files = roots;

@@ -39,6 +39,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
 import { budgetSuspects } from "./budget.mjs";
+import { curatedLibraries, hasTypes, isLibrary } from "./libraries.mjs";
 import { ServiceError } from "./esbuild-service.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
 import { ServerFailure, TsgoServer } from "./tsgo-server.mjs";
@@ -102,6 +103,25 @@ function findPrlimit() {
 }
 
 const randomName = () => crypto.randomBytes(16).toString("hex");
+
+/**
+ * Allowed modules of a batch declared as ambient `any` modules: those that are not installed
+ * libraries with declarations (such a library is checked against its own: lib/libraries.mjs).
+ */
+function ambientModules(batch) {
+  return [...new Set(batch.flatMap((item) => item.allow))].filter((m) => !(isLibrary(m) && hasTypes(m)));
+}
+
+let prelude = null;
+/**
+ * A root file of every program that imports each installed curated library, so that their
+ * declarations (and global augmentations, such as motion-dom's `Window` fields) are the same
+ * in every run, whoever else is in the batch. "" when none is installed.
+ */
+function libraryPrelude() {
+  prelude ??= curatedLibraries().map((name) => `import ${JSON.stringify(name)};\n`).join("");
+  return prelude;
+}
 
 /** End of the token starting at `start`, so a diagnostic spans e.g. the whole identifier. */
 function tokenEnd(code, start) {
@@ -339,8 +359,9 @@ export class TypecheckBatcher {
   async runInServer(batch, timeoutMs) {
     await this.#prepare();
     this.server ??= new TsgoServer({ tsgoPath: this.tsgoPath, prlimit: this.prlimit, memoryMb: this.memoryMb,
-                                     workDir: this.workDir, compilerOptions: COMPILER_OPTIONS, probe: PROBE });
-    const ambient = [...new Set(batch.flatMap((item) => item.allow))];
+                                     workDir: this.workDir, compilerOptions: COMPILER_OPTIONS, probe: PROBE,
+                                     prelude: libraryPrelude() });
+    const ambient = ambientModules(batch);
     const debug = new Set(batch.map((item) => item.debug).filter(Boolean));
     const [stdout, names] = await this.server.run(batch.map((item) => item.code), ambient, timeoutMs,
                                                   { hang: debug.has("hang"), fail: debug.has("fail") });
@@ -358,11 +379,13 @@ export class TypecheckBatcher {
       const index = new Map(names.map((name, i) => [name, i]));
       const files = names.map((name) => `${name}.tsx`);
       await Promise.all(batch.map((item, i) => fs.writeFile(path.join(dir, files[i]), item.code)));
-      const allowed = new Set(batch.flatMap((item) => item.allow));
-      const ambient = [...allowed].map((m) => `declare module ${JSON.stringify(m)};`).join("\n");
+      const ambient = ambientModules(batch).map((m) => `declare module ${JSON.stringify(m)};`).join("\n");
       const ambientFile = `${randomName()}.d.ts`;
       await fs.writeFile(path.join(dir, ambientFile), ambient + "\n");
-      const config = { compilerOptions: COMPILER_OPTIONS, files: [...files, ambientFile] };
+      const prelude = libraryPrelude();
+      const preludeFile = `${randomName()}.ts`;
+      if (prelude) await fs.writeFile(path.join(dir, preludeFile), prelude);
+      const config = { compilerOptions: COMPILER_OPTIONS, files: [...files, ambientFile, ...(prelude ? [preludeFile] : [])] };
       await fs.writeFile(path.join(dir, "tsconfig.json"), JSON.stringify(config));
       let command = this.tsgoPath;
       let args = ["-p", dir, "--pretty", "false", "--singleThreaded"];

@@ -26,7 +26,8 @@ export function refusedBuiltin(message) {
   return BUILTIN_SET.has(bare) || specifier.startsWith("node:") ? specifier : null;
 }
 
-/** {diagnostics, js, map}: diagnostics as at the build level; js and map when it builds. */
+/** {diagnostics, js, map, externals}: diagnostics as at the build level; when it builds, js, map and
+ * the allowed modules it loads (what the realm's require must serve). */
 export async function bundleForRender(code, allow) {
   try {
     const result = await esbuild.build({
@@ -39,6 +40,7 @@ export async function bundleForRender(code, allow) {
       jsx: "automatic",
       jsxDev: true,
       sourcemap: "external",
+      metafile: true,
       outfile: "/component.js",
       supported: { "dynamic-import": false },
       define: { "process.env.NODE_ENV": '"production"' },
@@ -48,9 +50,11 @@ export async function bundleForRender(code, allow) {
     });
     const js = result.outputFiles.find((f) => f.path.endsWith(".js"))?.text ?? "";
     const map = result.outputFiles.find((f) => f.path.endsWith(".map"))?.text ?? "";
-    return { diagnostics: [], js, map };
+    const externals = [...new Set(Object.values(result.metafile.inputs).flatMap((input) =>
+      input.imports.filter((i) => i.external).map((i) => i.path)))];
+    return { diagnostics: [], js, map, externals };
   } catch (error) {
     const diagnostics = esbuildErrorsToDiagnostics(buildErrors(error), code);
-    return { diagnostics: diagnostics.map((d) => relocateJsxRuntime(d, code)), js: "", map: "" };
+    return { diagnostics: diagnostics.map((d) => relocateJsxRuntime(d, code)), js: "", map: "", externals: [] };
   }
 }

@@ -38,7 +38,13 @@ export class RenderHost {
     this.current = entry;
     entry.timer = setTimeout(() => this.fail(`Render did not finish within ${entry.job.timeoutMs} ms (the render thread was stopped)`, "timeout"),
       entry.job.timeoutMs + this.graceMs);
-    this.thread.postMessage(entry.job);
+    // a library's bundle crosses to a thread once; later jobs name it only
+    const libraries = {};
+    for (const [name, js] of Object.entries(entry.job.libraries ?? {})) {
+      libraries[name] = this.sent.has(name) ? null : js;
+      this.sent.add(name);
+    }
+    this.thread.postMessage({ ...entry.job, libraries });
   }
 
   spawn() {
@@ -47,6 +53,7 @@ export class RenderHost {
     thread.stderr.resume();
     this.thread = thread;
     this.ready = false;
+    this.sent = new Set();
     const startup = setTimeout(() => {
       if (this.thread === thread && !this.ready) this.fail("The render thread did not start", "crashed");
     }, STARTUP_MS);

@@ -17,6 +17,7 @@ import { componentNode, defaultProps, optionalProps } from "./props.mjs";
 import { lintFile } from "../lint.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "../positions.mjs";
 import { summarize } from "../summary.mjs";
+import { ROOT_WRAPPERS, isLibrary, libraryBundle, libraryImportErrors } from "../libraries.mjs";
 
 export const DEFAULT_WRAPPERS = Object.freeze([
   "div", "span", "p", "section", "main", "article", "header", "footer", "nav", "aside", "ul", "ol",
@@ -88,6 +89,10 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
   const summary = summarize(sourceFile);
   const target = renderTarget(summary, typeof options.component === "string" ? options.component : null, sourceFile);
   const bundle = await bundleForRender(target ? code + target.append : code, allow);
+  if (bundle.diagnostics.length === 0) {
+    const starts = lineStarts(code);
+    bundle.diagnostics = libraryImportErrors(sourceFile, allow).map(([s, e, m]) => makeDiagnostic(starts, s, e, m));
+  }
   if (bundle.diagnostics.length > 0) {
     const diagnostics = bundle.diagnostics.map((d) => ({ ...d, start: Math.min(d.start, code.length), end: Math.min(d.end, code.length) }));
     const builtin = diagnostics.map((d) => refusedBuiltin(d.message)).find(Boolean);
@@ -110,6 +115,7 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
   const job = {
     js: instrumentCatches(bundle.js, catchName), catchName, nonce: randomBytes(8).toString("hex"),
     map: bundle.map, exportName: target.exportName, props, allow, builtins: BUILTINS,
+    libraries: await libraryScripts(bundle.externals.filter(isLibrary)), rootWrappers: ROOT_WRAPPERS,
     timeoutMs: clamp(options.timeout_ms, 50, 10_000, 1000), maxHtmlChars: clamp(options.max_html_chars, 1000, 1_000_000, 100_000),
     timerHorizonMs: clamp(options.timer_horizon_ms, 0, 60_000, 1000), maxConsoleBytes: clamp(options.max_console_bytes, 1024, 16 << 20, 1 << 20),
   };
@@ -137,6 +143,13 @@ export async function renderLevel(code, sourceFile, allow, options, host, hookFi
   }
   const rendered = renderedSummary(code, target, OUTPUT.has(render.status) ? dom : null, summary.elements);
   return { ok: diagnostics.length === 0, diagnostics, summary: { ...summary, rendered }, render };
+}
+
+/** {specifier: bundle text} of the libraries a render loads (made once per worker: lib/libraries.mjs). */
+async function libraryScripts(specifiers) {
+  const out = {};
+  for (const specifier of specifiers) out[specifier] = await libraryBundle(specifier);
+  return out;
 }
 
 /** The name the bundle's instrumented catch clauses call (lib/render/catches.mjs). Model code can

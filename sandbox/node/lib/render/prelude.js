@@ -36,6 +36,10 @@
   const WeakSetC = WeakSet;
   const weakHas = WeakSet.prototype.has;
   const MAX_LIST = 20;
+  const strSplit = String.prototype.split;
+  const strTrim = String.prototype.trim;
+  const strStartsWith = String.prototype.startsWith;
+  const strIncludes = String.prototype.includes;
 
   const push = (list, value) => { list[list.length] = value; };
   const record = () => { const o = create(null); return o; };
@@ -62,6 +66,17 @@
     if (state.violations.length < MAX_LIST) push(state.violations, text);
   }
 
+  // A trap's caller is a library (lib/libraries.mjs) when the frame that touched it is in a
+  // library's script (named `library:<specifier>` by the host; model code runs as component.js
+  // and cannot name a script). Libraries reach such globals through the global object (lodash's
+  // `root.Buffer`); they get `undefined`, as in a browser, and nothing is recorded.
+  function calledFromLibrary() {
+    let frames;
+    try { frames = apply(strSplit, toStr(new ErrorC().stack), ["\n"]); } catch { return false; }
+    const caller = frames.length > 3 ? apply(strTrim, frames[3], []) : "";
+    return apply(strStartsWith, caller, ["at library:"]) || apply(strIncludes, caller, ["(library:"]);
+  }
+
   // ---- globals that would reach the host: record the attempt, then fail like a missing global
   const TRAPPED = [
     "process", "require", "module", "exports", "global", "Buffer", "__dirname", "__filename",
@@ -73,6 +88,7 @@
     const name = TRAPPED[i];
     try { delete G[name]; } catch { /* not configurable: defineProperty below fails loudly */ }
     const refuse = () => {
+      if (calledFromLibrary()) return undefined;  // a library probing its host: it is absent, not an attempt
       violation(`used the global ${name}`);
       throw new ReferenceErrorC(`${name} is not available to components in this sandbox`);
     };
@@ -234,6 +250,46 @@
   };
   hostHooks.caught = (error) => { noteCaught(error); };
 
+  // ---- the override mistake: once Object.prototype is frozen, `P.toString = f` on an ordinary
+  // object fails (silently in sloppy code: decimal.js-light inside recharts then computes with
+  // Object.prototype.toString), because an inherited read-only property forbids the assignment.
+  // The properties code commonly gives its own objects become accessors on the prototype: read,
+  // the built-in value; written on another object, an own property of that object, as it would
+  // be unfrozen; written on the prototype itself, a violation like any write to a built-in.
+  const OVERRIDABLE = [
+    [Object.prototype, ["constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable"]],
+    [Function.prototype, ["constructor", "toString", "apply", "bind", "call"]],
+    [Array.prototype, ["constructor", "toString", "push"]],
+    [Error.prototype, ["constructor", "message", "name", "toString"]],
+    [TypeError.prototype, ["constructor", "message", "name"]],
+    [RangeError.prototype, ["constructor", "message", "name"]],
+    [Promise.prototype, ["constructor"]],
+  ];
+  function enableOverrides() {
+    for (let i = 0; i < OVERRIDABLE.length; i++) {
+      const proto = OVERRIDABLE[i][0];
+      const names = OVERRIDABLE[i][1];
+      for (let j = 0; j < names.length; j++) {
+        const name = names[j];
+        const d = gopd(proto, name);
+        if (d === undefined || !("value" in d) || !d.configurable) continue;
+        const value = d.value;
+        defineProperty(proto, name, {
+          get() { return value; },
+          set(next) {
+            if (this === proto) {
+              violation("tried to modify a built-in object (built-ins are frozen)");
+              throw new TypeErrorC(`Cannot assign to read only property '${name}' of object`);
+            }
+            defineProperty(this, name, { value: next, writable: true, enumerable: true, configurable: true });
+          },
+          enumerable: d.enumerable,
+          configurable: false,
+        });
+      }
+    }
+  }
+
   // ---- the built-ins, frozen before model code runs
   function watchedObjects() {
     const list = [G];
@@ -304,6 +360,7 @@
   }
 
   const user = record();  // what a render needs: set by install(), read by run()
+  const libraryFactories = record();  // specifier -> module factory, set by api.library()
   function buildUserModules(config) {
     const React = internalRequire("react");
     const ReactDOM = internalRequire("react-dom");
@@ -387,9 +444,59 @@
     modules["react-dom/client"] = freeze({ createRoot: noRoot, hydrateRoot: noRoot });
     const allowed = new Set(config.allow);
     const builtins = new Set(config.builtins);
+    // Libraries (lib/libraries.mjs) are instantiated in this realm on their first require, after
+    // the built-ins were frozen: they get the component's React (its effects recorded), its
+    // virtual timers and its traps. A library may load the realm's modules and other libraries,
+    // nothing else.
+    const loaded = record();
+    const loadLibrary = (key) => {
+      if (loaded[key] !== undefined) return loaded[key].exports;
+      const module = record();
+      module.exports = {};
+      loaded[key] = module;
+      try {
+        apply(libraryFactories[key], undefined, [module.exports, libraryRequire, module, hostHooks.caught]);
+      } catch (error) {
+        loaded[key] = undefined;
+        throw error;
+      }
+      return module.exports;
+    };
+    function libraryRequire(name) {
+      const key = toStr(name);
+      if (modules[key] !== undefined) return modules[key];
+      if (libraryFactories[key] !== undefined && allowed.has(key)) return loadLibrary(key);
+      throw new ErrorC(`Module "${key.slice(0, 100)}" is not available to libraries in this sandbox`);
+    }
+    // The libraries this component imports are instantiated now, before any model code runs: what
+    // they add to the global object (react-redux's context symbol) is theirs, locked like the
+    // realm's own bindings, and not counted as the component's. One that fails here is tried
+    // again, and fails, at the component's require, under the render's timeout.
+    const preload = isArray(config.libraries) ? config.libraries : [];
+    for (let i = 0; i < preload.length; i++) {
+      const key = toStr(preload[i]);
+      if (libraryFactories[key] !== undefined && allowed.has(key)) {
+        try { loadLibrary(key); } catch { /* reported at the require */ }
+      }
+    }
+    lockGlobals();
+    // What a user sees once entrance animations have run: each loaded library with a root
+    // wrapper (framer-motion's AnimatePresence with initial={false}) renders its settled state,
+    // not the first frame (an element fading in from opacity 0 would render as hidden).
+    user.wrappers = [];
+    const wrappers = isArray(config.rootWrappers) ? config.rootWrappers : [];
+    for (let i = 0; i < wrappers.length; i++) {
+      const [key, exportName, props] = wrappers[i];
+      if (loaded[key] !== undefined) {
+        const d = gopd(loaded[key].exports, exportName);
+        const type = d === undefined ? undefined : "value" in d ? d.value : apply(d.get, loaded[key].exports, []);
+        if (type !== undefined) push(user.wrappers, [type, props]);
+      }
+    }
     return function userRequire(name) {
       const key = toStr(name);
       if (modules[key] !== undefined) return modules[key];
+      if (libraryFactories[key] !== undefined && allowed.has(key)) return loadLibrary(key);
       if (allowed.has(key)) throw new ErrorC(`Module "${key.slice(0, 100)}" is allowed at build but cannot be loaded when rendering`);
       const bare = key.startsWith("node:") ? key.slice(5) : key;
       violation(builtins.has(bare.split("/")[0]) ? `require("${key.slice(0, 100)}")` : `require of "${key.slice(0, 100)}"`);
@@ -412,6 +519,12 @@
     for (let i = 0; i < keys.length; i++) {
       defineProperty(out, keys[i], { value: materialise(value[keys[i]], depth + 1), writable: true, enumerable: true, configurable: true });
     }
+    return out;
+  }
+
+  function settle(element) {
+    let out = element;
+    for (let i = 0; i < user.wrappers.length; i++) out = user.createElement(user.wrappers[i][0], materialise(user.wrappers[i][1], 0), out);
     return out;
   }
 
@@ -442,7 +555,7 @@
         return res;
       }
       state.phase = "render";
-      const element = user.createElement(component, materialise(user.props, 0));
+      const element = settle(user.createElement(component, materialise(user.props, 0)));
       const html = user.server.renderToString(element);
       res.html = html.length > user.maxRawChars ? "" : html;
       res.htmlChars = html.length;
@@ -515,13 +628,18 @@
     // any model code runs, so a component cannot change what React or this file rely on, nor
     // rig its own markup.
     guardReflection();
+    enableOverrides();
     const watched = watchedObjects();
     for (let i = 0; i < watched.length; i++) apply(weakSetAdd, frozenBuiltins, [watched[i]]);
     for (let i = 1; i < watched.length; i++) {
       try { freeze(watched[i]); } catch { /* not freezable (none of the built-ins model code could use) */ }
     }
-    // The global object cannot be frozen, but its bindings can be locked: React looks up
-    // `Object`, `Array`, ... at call time, so a replaced global would rig it as surely.
+    lockGlobals();
+  };
+  // The global object cannot be frozen, but its bindings can be locked: React looks up
+  // `Object`, `Array`, ... at call time, so a replaced global would rig it as surely. The
+  // locked names are the realm's baseline: a global model code adds later is a violation.
+  function lockGlobals() {
     const names = ownKeys(G);
     for (let i = 0; i < names.length; i++) {
       const d = gopd(G, names[i]);
@@ -530,6 +648,10 @@
       }
     }
     user.globalNames = ownKeys(G);
+  }
+  /** Offer a library (a module factory compiled in this context from a trusted bundle) to the render. */
+  api.library = (name, factory) => {
+    if (typeof factory === "function" && typeof name === "string") libraryFactories[name] = factory;
   };
   /** Prepare one render: the model's module factory and a JSON job description. */
   api.install = (factory, configJson) => {

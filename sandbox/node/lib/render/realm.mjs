@@ -80,6 +80,14 @@ export class RealmFactory {
   }
 }
 
+/** The parameter a library bundle's instrumented catch clauses call (lib/libraries.mjs). */
+export const LIBRARY_CATCH = "__botgrpo_library_caught";
+
+/** A library bundle (lib/libraries.mjs) as a script that makes its module factory in a context. */
+export function libraryScript(name, js) {
+  return new vm.Script(`(function (exports, require, module, ${LIBRARY_CATCH}) {${js}\n})`, { filename: `library:${name}` });
+}
+
 /** Own data property of a context object, if it is a primitive of `type`. */
 function field(object, key, type) {
   if (object === null || (typeof object !== "object" && typeof object !== "function")) return undefined;
@@ -128,9 +136,10 @@ export function classify(name, message) {
 
 /**
  * Render one bundled component in `realm` (which it uses up). `job`: {js, map, exportName, props,
- * allow, builtins, timeoutMs, maxHtmlChars, maxConsoleBytes, timerHorizonMs, empty, wrappers}.
+ * allow, builtins, timeoutMs, maxHtmlChars, maxConsoleBytes, timerHorizonMs, empty, wrappers,
+ * libraryNames}; `libraries`: specifier -> the library's compiled script (libraryScript).
  */
-export function renderInRealm(realm, job) {
+export function renderInRealm(realm, job, libraries = null) {
   const started = performance.now();
   const { context, api } = realm;
   let factory;
@@ -140,8 +149,13 @@ export function renderInRealm(realm, job) {
   } catch (error) {
     return { status: "error", message: `The bundle could not be loaded: ${String(error?.message ?? error)}`.slice(0, 500) };
   }
+  for (const name of job.libraryNames ?? []) {
+    const script = libraries?.get(name);
+    if (script) api.library(name, script.runInContext(context));
+  }
   api.install(factory, JSON.stringify({
     exportName: job.exportName, props: job.props ?? {}, allow: job.allow ?? [], builtins: job.builtins ?? [],
+    libraries: job.libraryNames ?? [], rootWrappers: job.rootWrappers ?? [],
     maxRawChars: job.maxHtmlChars * RAW_FACTOR + RAW_SLACK, maxConsoleBytes: job.maxConsoleBytes,
     timerHorizonMs: job.timerHorizonMs, nonce: job.nonce,
   }));
