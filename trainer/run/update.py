@@ -74,11 +74,9 @@ def policy_update(model, optimizer, batch: UpdateBatch, algo: AlgorithmSettings,
     kl_fn = lookup(KL_ESTIMATORS, algo.kl_estimator, "KL estimator")
     totals = {"num_tokens": global_sum(batch.mask.sum().item(), d),
               "num_seqs": global_sum(batch.mask.shape[0], d), "norm_len": norm_len}
-    sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "entropy": 0.0, "grad_norm": 0.0, "skipped": 0.0,
-            "first_ratio_error": 0.0}
     if totals["num_tokens"] == 0:  # every group filtered out (e.g. dynamic sampling): Adam would still
-        sums["skipped"] = 1.0      # move the weights on its momentum, so no step at all, on any rank
-        return sums
+        return _no_step()          # move the weights on its momentum, so no step at all, on any rank
+    sums = dict.fromkeys(DIAGNOSTICS, 0.0)
     tokens = max(float(batch.mask.sum()), 1.0)
     layout = batch.layout_for(micro_batch_size)
     was_training = model.training
@@ -90,16 +88,36 @@ def policy_update(model, optimizer, batch: UpdateBatch, algo: AlgorithmSettings,
             for mb in layout.micro_batches:
                 _micro_batch_backward(model, layout, mb, batch, algo, loss_fn, kl_fn, totals, raw,
                                       temperature=temperature, bf16=bf16, world=d.world, first_pass=iteration == 0)
-            sums["loss"] += raw.loss / d.world / num_iterations
-            for key in ("clip_frac", "kl", "entropy"):
-                sums[key] += getattr(raw, key) / tokens / num_iterations
-            sums["first_ratio_error"] = max(sums["first_ratio_error"], raw.first_ratio_error)
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            sums["grad_norm"] += float(grad_norm) / num_iterations
-            optimizer.step()
+            step = _diagnostics(raw, tokens, raw.loss / d.world, _clip_and_step(model, optimizer, max_grad_norm))
+            for key in MEANS:  # over the iterations
+                sums[key] += step[key] / num_iterations
+            sums["first_ratio_error"] = max(sums["first_ratio_error"], step["first_ratio_error"])
     finally:
         model.train(was_training)
     return sums
+
+
+DIAGNOSTICS = ("loss", "clip_frac", "kl", "entropy", "grad_norm", "skipped", "first_ratio_error")
+MEANS = ("loss", "clip_frac", "kl", "entropy", "grad_norm")  # averaged over a batch's iterations
+
+
+def _no_step() -> dict[str, float]:
+    """The diagnostics of an update with no loss token: nothing stepped."""
+    return {**dict.fromkeys(DIAGNOSTICS, 0.0), "skipped": 1.0}
+
+
+def _clip_and_step(model, optimizer, max_grad_norm: float) -> float:
+    """Clip the accumulated gradient by its global norm, step; the norm before clipping."""
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
+    optimizer.step()
+    return grad_norm
+
+
+def _diagnostics(raw: "_RawStats", tokens: float, loss: float, grad_norm: float) -> dict[str, float]:
+    """One optimizer step's diagnostics: per-token means of clip fraction, KL and entropy over
+    ``tokens`` loss tokens, the (already normalised) ``loss`` and the gradient norm."""
+    return {"loss": loss, "clip_frac": raw.clip_frac / tokens, "kl": raw.kl / tokens, "entropy": raw.entropy / tokens,
+            "grad_norm": grad_norm, "skipped": 0.0, "first_ratio_error": raw.first_ratio_error}
 
 
 @dataclass
@@ -203,20 +221,13 @@ class StreamedUpdate:
         """Scale the accumulated gradient to the batch's normaliser, clip, step; the diagnostics
         :func:`policy_update` returns. No loss token at all: no step (as there)."""
         raw, tokens = self.raw, self.raw.tokens
-        sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "entropy": 0.0, "grad_norm": 0.0, "skipped": 0.0,
-                "first_ratio_error": raw.first_ratio_error}
         if tokens == 0:
             self.optimizer.zero_grad(set_to_none=True)
-            sums["skipped"] = 1.0
-            return sums
+            return {**_no_step(), "first_ratio_error": raw.first_ratio_error}
         if self.by_tokens:
             with torch.no_grad():
                 for p in self.model.parameters():
                     if p.grad is not None:
                         p.grad.div_(tokens)
-        sums["loss"] = raw.loss / tokens if self.by_tokens else raw.loss
-        for key in ("clip_frac", "kl", "entropy"):
-            sums[key] = getattr(raw, key) / tokens
-        sums["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_grad_norm))
-        self.optimizer.step()
-        return sums
+        loss = raw.loss / tokens if self.by_tokens else raw.loss
+        return _diagnostics(raw, tokens, loss, _clip_and_step(self.model, self.optimizer, max_grad_norm))
