@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
 from botgrpo.compare.cells import Cell
+from botgrpo.trainer.progress import clock, is_terminal
 
 GRACE = 10.0
 
@@ -77,11 +78,6 @@ class Totals:
                 + (f", {self.failed} failed" if self.failed else "")
                 + f" | steps {self.steps_done}/{self.steps_total}, {self.rate(now):.3g} steps/s, "
                 + f"ETA {clock(eta) if eta is not None else '?'}")
-
-
-def clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 class LineProgress:
@@ -150,7 +146,7 @@ class RichProgress:
 
 def progress_for(stream: TextIO = sys.stdout):
     """Rich bars on a terminal, lines otherwise."""
-    if not stream.isatty():
+    if not is_terminal(stream):
         return LineProgress(stream)
     from rich.console import Console
     return RichProgress(Console(file=stream))
