@@ -90,3 +90,17 @@ def test_train_piped_prints_steps_while_it_runs(tmp_path):
     assert any(line.startswith("done:") for line in later), "lines after step 1 (the run went on after it)"
     assert any("4/4 (100%)" in line for line, _ in steps), text
     assert "Loading weights" not in text and "Writing model shards" not in text
+
+
+def test_compare_prints_step_lines_between_events_off_a_terminal():
+    from types import SimpleNamespace
+
+    from botgrpo.compare.run import LineProgress, Totals
+    job = SimpleNamespace(cell=SimpleNamespace(name="a-s0"), steps=4)
+    totals = Totals(cells=1, done=0, steps_total=4, steps_done=2, started=time.perf_counter() - 4)
+    out = io.StringIO()
+    LineProgress(out, every=0.0).stepped(job, 2, totals)
+    assert "a-s0: step 2/4 | cells 0/1 done" in out.getvalue() and "ETA 0:00:04" in out.getvalue()
+    quiet = io.StringIO()
+    LineProgress(quiet, every=3600.0).stepped(job, 2, totals)
+    assert quiet.getvalue() == ""
