@@ -239,6 +239,7 @@ def _redis_up() -> bool:
 
 @pytest.mark.docs
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the training session: 8 processes that each load torch and a model
 @pytest.mark.parametrize("session", SESSIONS)
 def test_docs_session_runs_as_written(session, tmp_path):
     if not RUN_DOCS:
