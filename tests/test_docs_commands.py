@@ -35,7 +35,7 @@ RUN_DOCS = os.environ.get("BOTGRPO_RUN_DOCS", "") not in ("", "0")
 
 # The documented override: arguments appended to each command (botgrpo/cli.py extra_arguments).
 SMALL = {
-    "BOTGRPO_DEMO_ARGS": "--sft-steps 20 --corpus 400 --steps 2 --eval-prompts 4 --group-size 2 "
+    "BOTGRPO_DEMO_ARGS": "--sft-steps 20 --corpus 200 --steps 2 --eval-prompts 4 --group-size 2 "
                          "--prompts-per-step 2 --max-new-tokens 24",
     "BOTGRPO_TRAIN_ARGS": "--steps 2 --group-size 2 --prompts-per-step 2 --set sampling.max_new_tokens=24 "
                           "--set eval_prompts=4",
@@ -114,6 +114,13 @@ RUNS: dict[str, Run] = {
                         check="trainer.train(); assert trainer.state.global_step == 1"),
 }
 SESSIONS = ("train", "serve", "python", "trl")
+EXPECT = {  # what each session's output shows when its commands did their job
+    "train": ["RL bot_grpo 2/2 (100%)", "done: runs/react-bot_grpo/metrics.jsonl", "done: runs/react-ddp/metrics.jsonl",
+              "done: runs/react-grpo/metrics.jsonl", "build/pass@8", "typecheck/pass_rate"],
+    "serve": ["PASS  outcome", '"passed":true', "['math', 'react']", "make: Nothing to be done for 'install'."],
+    "python": ["bot_grpo oracle as registered ties"],
+    "trl": ["train_runtime"],
+}
 
 
 def _command_blocks() -> list[Block]:
@@ -266,3 +273,5 @@ def test_docs_session_runs_as_written(session, tmp_path):
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}{logs}"
     for b, _ in chosen:
         assert f"=== {b.where()}" in done.stdout
+    missing = [text for text in EXPECT[session] if text not in done.stdout]
+    assert not missing, f"ran, but the output lacks {missing}"
