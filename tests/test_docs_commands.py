@@ -28,7 +28,7 @@ from typing import Optional
 
 import pytest
 
-from tests.doc_blocks import ROOT, Block, all_blocks
+from tests.doc_blocks import DOCS, ROOT, Block, all_blocks
 from tests.helpers import require_host
 
 RUN_DOCS = os.environ.get("BOTGRPO_RUN_DOCS", "") not in ("", "0")
@@ -156,6 +156,17 @@ def test_every_registered_block_is_in_the_docs():
         lines = present[key].text.splitlines()
         missing = [line for line in run.skip if line not in [ln.split("#")[0].strip() for ln in lines]]
         assert not missing, f"{present[key].where()}: skipped lines not in the block: {missing}"
+
+
+def test_no_doc_or_example_names_a_fingerprint():
+    """Fingerprinted directories change with their settings; docs name their stable links
+    (``runs/demo/warm``, ``<output_dir>/latest``). (docs/results/ records name the exact warm
+    start a study used, on purpose.)"""
+    import re
+    files = [*DOCS, *sorted((ROOT / "docs" / "examples").iterdir())]
+    named = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files
+             for m in re.finditer(r"warm-[0-9a-f]{12}", p.read_text())]
+    assert not named, named
 
 
 # ---- running them (slow: `make test-docs`) ------------------------------------------------------
