@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 BENCH_VENV ?= .venv-bench
 TRL_SPEC    ?= trl==1.16.0
 
-.PHONY: demo test test-trl test-wheel test-image install bench bench-env clean
+.PHONY: demo test test-docs test-trl test-wheel test-image install bench bench-env clean
 
 # Runtime (what the demo needs) and the test tools (schemathesis, schema validators) separately,
 # so `make demo` on a fresh clone does not wait for the test-only downloads.
@@ -42,6 +42,12 @@ demo: install
 
 test: install $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The README's and docs/*.md's command blocks, run as written in a fresh copy of the checkout,
+# made small through BOTGRPO_<COMMAND>_ARGS (tests/test_docs_commands.py); the TRL snippet in
+# .venv-bench. Slow (minutes): its own target, run by .ci/run after `make test`.
+test-docs: install $(VENV)/.installed-dev bench-env
+	BOTGRPO_RUN_DOCS=1 $(BIN)/python -m pytest tests/test_docs_commands.py -m docs $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m benchmarks.advantages

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -61,11 +63,27 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     return parser
 
 
+def extra_arguments(command: Optional[str]) -> list[str]:
+    """``BOTGRPO_<COMMAND>_ARGS`` (e.g. ``BOTGRPO_TRAIN_ARGS="--steps 2"``): shell words appended to
+    that command's arguments, so they win over the file and the flags. It shrinks a documented
+    command without editing it (tests/test_docs_commands.py runs the docs this way); said on stderr."""
+    if command not in COMMANDS:
+        return []
+    name = f"BOTGRPO_{command.upper().replace('-', '_')}_ARGS"
+    extra = shlex.split(os.environ.get(name, ""))
+    if extra:
+        print(f"botgrpo {command}: {name} adds {shlex.join(extra)}", file=sys.stderr)
+    return extra
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from botgrpo.services.settings import SettingsError
+    from botgrpo.trainer.run.progress import quiet_third_party
 
+    quiet_third_party()
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
+    argv += extra_arguments(chosen)
     try:
         args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)
         return COMMANDS[args.command].run(args)

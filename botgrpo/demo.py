@@ -9,7 +9,8 @@
    during and after: compile rate and the rate of outputs that compile AND match their spec.
 
 The warm start is cached in the output directory (keyed by its settings), so ``--method grpo``
-after a BoT-GRPO run starts from the very same policy.
+after a BoT-GRPO run starts from the very same policy; ``<out>/warm`` names the latest run's
+warm start (``runs/demo/warm/model``), whatever its key.
 """
 from __future__ import annotations
 
@@ -21,8 +22,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from botgrpo.services.links import point
 from botgrpo.trainer.tasks import react
 from botgrpo.trainer.tasks.base import write_jsonl
+
+
+WARM = "warm"  # <out_dir>/warm -> warm-<key>: the latest demo's warm start under a stable name
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,8 @@ class DemoSettings:
 
 
 def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, str]:
-    """Datasets and the warm-started policy under ``out_dir`` (reused when already built)."""
+    """Datasets and the warm-started policy under ``out_dir`` (reused when already built), also
+    named ``out_dir/warm`` (a link to ``warm-<key>``: the name docs and configs use)."""
     from botgrpo.trainer.models.sft import build_tiny_policy, sft
 
     root = Path(s.out_dir)
@@ -64,6 +70,7 @@ def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, st
     write_jsonl(paths["eval_dataset"], react.make_prompts(s.eval_prompts, s.seed + 2, s.vocabulary, s.shape))
     if (warm / "done.json").exists():
         log(f"warm start: reusing {warm}")
+        point(root / WARM, warm)
         return paths
     shutil.rmtree(warm, ignore_errors=True)
     pairs = react.make_sft_corpus(s.corpus, s.seed, s.broken_share, vocabulary=s.vocabulary, shape=s.shape,
@@ -77,6 +84,7 @@ def prepare(s: DemoSettings, log: Callable[[str], None] = print) -> dict[str, st
                                                 "first_loss": metrics.first_loss, "last_loss": metrics.last_loss}))
     log(f"warm start: {metrics.steps} steps in {metrics.seconds:.0f} s, loss {metrics.first_loss:.2f} -> "
         f"{metrics.last_loss:.2f}")
+    point(root / WARM, warm)
     return paths
 
 
@@ -104,16 +112,19 @@ def train_config(s: DemoSettings, paths: dict[str, str]):
 def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[Callable] = None,
         console=None) -> dict[str, Any]:
     """Prepare, train, evaluate; returns the summary also written to ``<out>/<method>/summary.json``.
+    Without ``on_step``, progress is shown (:func:`botgrpo.trainer.run.progress.progress_callback`).
     (``console``: the CLI's, unused here; the demos share one signature.)"""
     from botgrpo.embedded import reward_server_for
     from botgrpo.trainer.run.loop import Trainer
+    from botgrpo.trainer.run.progress import progress_callback
 
     started = time.perf_counter()
     paths = prepare(s, log)
     with reward_server_for(train_config(s, paths)) as cfg:
         trainer = Trainer(cfg)
         try:
-            trainer.train(on_step)
+            with progress_callback(s.steps, enabled=on_step is None, label=f"RL {s.method}") as shown:
+                trainer.train(on_step or shown)  # a bar on a terminal, lines in a log
         finally:
             trainer.close()
     first, last = trainer.evals[0], trainer.evals[-1]

@@ -116,3 +116,14 @@ def test_a_text_setting_from_the_environment_is_taken_as_written():
         settings = load(ServerSettings, environ={"BOTGRPO_API_KEY": key, "BOTGRPO_SANDBOX_REQUIRE": "[]"})
         assert settings.api_key.get_secret_value() == key
     assert load(ServerSettings, environ={"BOTGRPO_BOUNDS": "[-2, 2]", "BOTGRPO_SANDBOX_REQUIRE": "[]"}).bounds == (-2, 2)
+
+
+def test_command_arguments_from_the_environment_come_last(monkeypatch, capsys):
+    """``BOTGRPO_<COMMAND>_ARGS`` (the docs' override) is appended to that command only, and said."""
+    from botgrpo.cli import extra_arguments
+    monkeypatch.setenv("BOTGRPO_TRAIN_ARGS", "--steps 2 --set 'sampling.max_new_tokens=8'")
+    monkeypatch.setenv("BOTGRPO_CONVERT_GGUF_ARGS", "--out x")
+    assert extra_arguments("train") == ["--steps", "2", "--set", "sampling.max_new_tokens=8"]
+    assert "BOTGRPO_TRAIN_ARGS adds --steps 2" in capsys.readouterr().err
+    assert extra_arguments("convert-gguf") == ["--out", "x"]
+    assert extra_arguments("eval") == [] and extra_arguments("nonsense") == [] and extra_arguments(None) == []

@@ -3,8 +3,9 @@
 Each cell runs in its own process (its own interpreter, torch threads and memory), its output
 in ``train.log`` of its directory. Progress is read from the trainer's ``metrics.jsonl`` (one line
 a step) and ``evals.jsonl`` (one line an evaluation): on a terminal a rich bar per cell and one
-for the whole run; otherwise one line per evaluation and per finished cell, each with the run's
-rate (steps a second, all cells together) and its ETA. On Ctrl-C or SIGTERM the running cells are
+for the whole run; otherwise one line per evaluation and per finished cell, and between them one
+every :data:`STEP_LINE_SECONDS` while cells step, each with the run's rate (steps a second, all
+cells together) and its ETA. On Ctrl-C or SIGTERM the running cells are
 stopped (SIGTERM, then SIGKILL after :data:`GRACE` seconds); they resume on the next run.
 """
 from __future__ import annotations
@@ -22,8 +23,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
 from botgrpo.compare.cells import Cell
+from botgrpo.trainer.run.progress import clock, is_terminal
 
 GRACE = 10.0
+STEP_LINE_SECONDS = 30.0  # off a terminal: a line at least this often while cells step (evaluations add theirs)
 
 
 @dataclass
@@ -79,16 +82,13 @@ class Totals:
                 + f"ETA {clock(eta) if eta is not None else '?'}")
 
 
-def clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
 class LineProgress:
-    """A line per event (for logs, pipes and ``nohup``)."""
+    """A line per event (for logs, pipes and ``nohup``), and between events one at most every
+    ``every`` seconds while cells step."""
 
-    def __init__(self, stream: TextIO = sys.stdout):
-        self.stream = stream
+    def __init__(self, stream: TextIO = sys.stdout, every: float = STEP_LINE_SECONDS):
+        self.stream, self.every = stream, every
+        self.last = time.perf_counter()
 
     def __enter__(self) -> "LineProgress":
         return self
@@ -97,11 +97,12 @@ class LineProgress:
         pass
 
     def event(self, text: str, totals: Totals, job: Optional[Job] = None, step: Optional[int] = None) -> None:
-        now = time.perf_counter()
+        now = self.last = time.perf_counter()
         print(f"[{time.strftime('%H:%M:%S')}] {text} | {totals.line(now)}", file=self.stream, flush=True)
 
     def stepped(self, job: Job, step: int, totals: Totals) -> None:
-        pass
+        if time.perf_counter() - self.last >= self.every:
+            self.event(f"{job.cell.name}: step {step}/{job.steps}", totals)
 
     def ended(self, job: Job) -> None:
         pass
@@ -150,7 +151,7 @@ class RichProgress:
 
 def progress_for(stream: TextIO = sys.stdout):
     """Rich bars on a terminal, lines otherwise."""
-    if not stream.isatty():
+    if not is_terminal(stream):
         return LineProgress(stream)
     from rich.console import Console
     return RichProgress(Console(file=stream))

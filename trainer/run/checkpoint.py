@@ -1,5 +1,6 @@
 """Checkpoints that resume exactly: model (loadable with ``from_pretrained``), optimizer,
-scheduler, every RNG, the step and the data position."""
+scheduler, every RNG, the step and the data position. ``<output_dir>/latest`` names the newest
+checkpoint written (``botgrpo eval --model runs/x/latest``)."""
 from __future__ import annotations
 
 import random
@@ -10,7 +11,10 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
+from botgrpo.services.links import point
+
 STATE_FILE = "trainer_state.pt"
+LATEST = "latest"  # <output_dir>/latest -> checkpoint-<step>, the newest one saved
 
 
 def _rng_state() -> dict[str, Any]:
@@ -32,7 +36,8 @@ def save(directory: Path, step: int, model, tokenizer, model_state: dict, optimi
          extra: dict[str, Any]) -> Path:
     """Write ``directory/checkpoint-<step>`` from unsharded states; returns its path. The state
     file comes last and whole (written aside, then renamed): a checkpoint is complete once it has
-    one, so a run killed while saving resumes from the checkpoint before."""
+    one, so a run killed while saving resumes from the checkpoint before; then ``directory/latest``
+    points at it."""
     path = Path(directory) / f"checkpoint-{step}"
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path, state_dict=model_state)
@@ -41,6 +46,7 @@ def save(directory: Path, step: int, model, tokenizer, model_state: dict, optimi
     torch.save({"step": step, "optimizer": optimizer_state, "scheduler": scheduler.state_dict(),
                 "rng": _rng_state(), **extra}, partial)
     partial.replace(path / STATE_FILE)
+    point(Path(directory) / LATEST, path)
     return path
 
 
