@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.tiny_setup import tiny_math_setup
 
 
-def tiny(root: Path) -> dict[str, str]:
-    """The tiny policy and arithmetic datasets under ``root`` (reused when built: a setup hook
-    runs on every ``botgrpo compare`` and the lock fingerprints what it returns)."""
-    paths = {"model": str(root / "model"), "dataset": str(root / "train.jsonl"),
-             "eval_dataset": str(root / "eval.jsonl")}
+def tiny(root: Path) -> dict[str, Any]:
+    """The tiny policy and arithmetic datasets under ``root``, as training config values (reused
+    when built: a setup hook runs on every ``botgrpo compare`` and the lock fingerprints them)."""
+    root = Path(root)
     if not (root / "model" / "config.json").exists():
-        paths = tiny_math_setup(Path(root))
-    return paths
+        tiny_math_setup(root)
+    return {"model": str(root / "model"), "data": {"dataset": str(root / "train.jsonl")},
+            "eval": {"dataset": str(root / "eval.jsonl")}}
