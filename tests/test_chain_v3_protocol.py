@@ -9,8 +9,10 @@ import pytest
 
 from benchmarks import chain_study
 from botgrpo.compare.protocol import load
+from botgrpo.reward_server.math.blame import expected_answer_line
 from botgrpo.reward_server.scorers.math import MathOptions
 from botgrpo.trainer.tasks import chain
+from botgrpo.trainer.tasks.base import read_jsonl
 
 PROTOCOL = Path(__file__).resolve().parents[1] / "docs/results/chain_v3/protocol.yaml"
 MARGIN = 1.15   # the cap holds the longest chain and its end token with 15% to spare
@@ -34,14 +36,19 @@ def test_the_v3_cap_fits_every_chain_with_margin(protocol, tmp_path):
     longest = chain.ChainExample(chain.KEEP_HIGH, (("-", chain.MAX_DIGIT), ("+", chain.MAX_DIGIT)) * 6)
     assert len(longest.operations) == len(chain.LABELS)
     assert _tokens(tokenizer, longest) * MARGIN <= cap
-    # and every held-out chain the study evaluates, as its setup writes them
+    # and every held-out chain the study evaluates, read back from the file its setup writes
     paths = chain_study.setup(tmp_path, eval_prompts=protocol.evaluation.prompts)
-    held_out = chain.make_examples(protocol.evaluation.prompts, 2)
-    assert [e.task.prompt for e in held_out] == [t.prompt for t in chain.make_prompts(protocol.evaluation.prompts, 2)]
-    assert Path(paths["eval"]["dataset"]).read_text().count("\n") == len(held_out)
-    assert max(_tokens(tokenizer, e) for e in held_out) <= cap
+    held_out = [_reference_tokens(tokenizer, task.reference) for task in read_jsonl(paths["eval"]["dataset"])]
+    assert len(held_out) == protocol.evaluation.prompts and max(held_out) <= cap
     # v2's cap (160) could not hold 11- and 12-step chains: the flaw this protocol fixes
-    assert sum(_tokens(tokenizer, e) > chain_study.MAX_NEW_TOKENS for e in held_out) > len(held_out) // 4
+    assert sum(n > chain_study.MAX_NEW_TOKENS for n in held_out) > len(held_out) // 4
+
+
+def _reference_tokens(tokenizer, reference: dict) -> int:
+    """Tokens of the full worked answer a task's reference stands for, end token included."""
+    text = "\n".join([*reference["chain"], expected_answer_line(reference["chain"])])
+    assert expected_answer_line(reference["chain"]) == f"The answer is \\boxed{{{reference['answer']}}}."
+    return len(tokenizer(text).input_ids) + 1
 
 
 def test_the_v3_scorer_refuses_cut_off_answers(protocol):
