@@ -1,5 +1,8 @@
 """Can token credit pay at all? The step-chain study, with a positive control (issue 22).
 
+The third version (issue 36) is a ``botgrpo compare`` protocol, ``docs/results/chain_v3/protocol.yaml``,
+whose task code is :func:`setup` here; the commands below run the second (v2), as it was registered.
+
     python -m benchmarks.chain_study --warm-only                    # build the warm start, print its accuracy
     python -m benchmarks.chain_study --pilot --rows grpo            # pilot seeds (100+), never the study's
     python -m benchmarks.chain_study --rows grpo 'bot_grpo oracle' 'bot_grpo w_s=0.0'   # the positive control
@@ -111,6 +114,29 @@ PLOTS = (   # (file stem, title, rows): the positive control first, then every e
 # pass; refused by default since, README.md "What the study found wrong with itself")
 conv.SETTINGS["chain"] = conv.Setting(chain_setup, {"local": "steps", "cut_off_answers": "read"}, MAX_NEW_TOKENS, (),
                                       scorer="math", plots=PLOTS)
+
+
+# --------------------------------------------------------------------------- v3 (issue 36)
+# The third study is a `botgrpo compare` protocol (docs/results/chain_v3/protocol.yaml); this is its
+# task code. Same task and warm start as v2, held-out prompts of seed 2 and training prompts of
+# seed 1 as before; the cap now fits every chain (tests/test_chain_task.py measures it).
+WARM_START = Path(__file__).resolve().parents[1] / "docs/results/chain/chain" / \
+    f"warm-{WARM_STEPS}-lr{WARM_LR:g}-b{BROKEN_SHARE}" / "model"
+
+
+def setup(root: Path, train_prompts: int = 2000, eval_prompts: int = 128) -> dict[str, object]:
+    """``botgrpo compare``'s setup hook (``setup: benchmarks.chain_study:setup``): chain prompts
+    under ``root`` and the committed warm start, refused unless it is the one every chain study
+    started from (:data:`WARM_FINGERPRINT`). Idempotent: the prompts are seeded."""
+    found = conv.fingerprint(str(WARM_START))
+    if found != WARM_FINGERPRINT:
+        raise SystemExit(f"{WARM_START}: warm start {found}, the protocol's is {WARM_FINGERPRINT}: "
+                         "restore docs/results/chain/chain/ from git")
+    root = Path(root)
+    train, held_out = root / "train.jsonl", root / "eval.jsonl"
+    write_jsonl(str(train), chain.make_prompts(train_prompts, 1))
+    write_jsonl(str(held_out), chain.make_prompts(eval_prompts, 2))
+    return {"model": str(WARM_START), "data": {"dataset": str(train)}, "eval": {"dataset": str(held_out)}}
 
 
 def warm_profile(model, tokenizer, tasks, samples: int = 4, seed: int = 0) -> dict:

@@ -137,7 +137,7 @@ class RolloutIn(BaseModel):
     finish_reason: Optional[Literal["stop", "length"]] = Field(
         None, description="why generation ended: `length` (the token limit) makes code cut off by it fail as "
                           "truncated output, blamed throughout, and a math answer count only if boxed or stated "
-                          "('the answer is X') before the cut")
+                          "('the answer is X') before the cut; a math step the cut fell in is not blamed")
 
 
 class RewardRequest(BaseModel):

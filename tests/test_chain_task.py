@@ -148,3 +148,49 @@ def test_a_pilot_with_other_settings_is_its_own_row():
     [tuned] = chain_study.plan(["grpo"], (100,), {"optim.lr": 3e-4})
     assert plain.label == "grpo" and tuned.label == "grpo optim.lr=0.0003" and plain.key != tuned.key
     assert tuned.config["optim.lr"] == 3e-4 and plain.config["optim.lr"] == chain_study.RL["optim.lr"]
+
+
+# --------------------------------------------------------------------------- what the cap cut (issue 36)
+# RIGHT cut off by the token limit inside step c's result: "c: x = 10 + 4 = 1" of "= 14"
+CUT_IN_A_STEP = RIGHT[:RIGHT.index("= 14") + 3]
+# the cap fell inside the answer line, every step right
+CUT_IN_THE_ANSWER = RIGHT[:RIGHT.index("{14}")]
+
+
+def test_the_oracle_never_blames_the_line_the_cap_cut():
+    assert CUT_IN_A_STEP.endswith("c: x = 10 + 4 = 1")
+    assert oracle_blame(CUT_IN_A_STEP, EXAMPLE.chain, truncated=True) == []
+    assert oracle_blame(CUT_IN_THE_ANSWER, EXAMPLE.chain, truncated=True) == []
+    cut_after_a_newline = RIGHT[:RIGHT.index("c:")]   # the cap fell right after line b: no line was cut
+    assert oracle_blame(cut_after_a_newline, EXAMPLE.chain, truncated=True) == []
+    # a complete wrong line before the cut is still the first wrong step
+    cut_after_a_mistake = WRONG_OPERAND[:WRONG_OPERAND.index("= 15\nThe")]
+    [span] = oracle_blame(cut_after_a_mistake, EXAMPLE.chain, truncated=True)
+    assert cut_after_a_mistake[span.start:span.end] == "b: x = 15 - 4 = 11"
+    # the same text ended by the policy (its end token) is blamed where it stopped, as before
+    [stopped] = oracle_blame(CUT_IN_A_STEP, EXAMPLE.chain)
+    assert CUT_IN_A_STEP[stopped.start:stopped.end] == "c: x = 10 + 4 = 1"
+
+
+def test_a_complete_wrong_tail_before_the_cut_is_still_blamed():
+    rambling = RIGHT.replace("{14}", "{15}") + "\nand then some"
+    [tail] = oracle_blame(rambling, EXAMPLE.chain, truncated=True)
+    assert rambling[tail.start:tail.end] == "The answer is \\boxed{15}."
+
+
+@pytest.mark.parametrize("local", ["steps", "oracle"])
+def test_the_scorer_blames_the_cap_on_no_step(local):
+    """Through the scorer: a rollout cut inside a step's result earns no local blame from either
+    signal (the outcome is still -1: no answer was committed before the cut)."""
+    reference = EXAMPLE.task.reference
+    options = MathOptions(local=local)
+    [cut] = MathScorer().score_batch([Rollout(CUT_IN_A_STEP, reference=reference, truncated=True)], options)
+    assert cut.passed is False and cut.local == []
+    # ended by the policy, the same text is a wrong step ("10 + 4 = 1") and is blamed
+    [ended] = MathScorer().score_batch([Rollout(CUT_IN_A_STEP, reference=reference)], options)
+    first_blamed = CUT_IN_A_STEP.index("c:" if local == "oracle" else "10 + 4")
+    assert ended.passed is False and [s.start for s in ended.local] == [first_blamed]
+    # a step wrong before the cut is blamed from there on by the steps signal, cut or not
+    broken = WRONG_RESULT[:WRONG_RESULT.index("= 15\nThe") + 3]
+    [result] = MathScorer().score_batch([Rollout(broken, reference=reference, truncated=True)], options)
+    assert [s.start for s in result.local] == [broken.index("15 - 5" if local == "steps" else "b:")]

@@ -28,6 +28,12 @@ Registry :data:`LOCAL_SIGNALS`, chosen by the math scorer's ``local`` option:
     The step-chain study's upper bound (:func:`oracle_blame`): exactly the first line that
     differs from the reference's ``chain`` of correct step lines. Falls back to ``steps`` for a
     reference without a ``chain`` (a list of strings).
+
+Neither signal blames what the token limit cut: in a completion cut off by the cap
+(``truncated``) the line the cut fell in was never finished, so it is no mistake of the policy's
+(a chain stopped inside ``x = 19 - 3 = 1`` would otherwise be blamed for a wrong result it never
+wrote). ``steps`` drops a step that runs into the cut; ``oracle`` judges complete lines only, and
+a completion whose complete lines are all right gets no local blame (the outcome still counts).
 """
 from __future__ import annotations
 
@@ -54,30 +60,40 @@ def step_blame(steps: Iterable[Step], length: int, error_propagation: bool = Tru
     return [SpanScore(step.start, step.end, BLAME) for step in unverified]
 
 
-def oracle_blame(completion: str, chain: Sequence[str]) -> list[SpanScore]:
+def oracle_blame(completion: str, chain: Sequence[str], truncated: bool = False) -> list[SpanScore]:
     """The exact first wrong step of a step-chain completion (``botgrpo.trainer.tasks.chain``):
     ``l = -1`` on the first line of ``completion`` that differs (spaces ignored) from the
     reference's ``chain`` of correct step lines, and nowhere else. When every step line is right
     the blame is on what follows them (a wrong or missing answer), unless that is exactly
-    ``The answer is \\boxed{<last value>}.``; a completion shorter than the chain is blamed on its
-    last line (where it stopped). Unlike :func:`step_blame` it sees mistakes whose arithmetic is
-    right (a digit or operator other than the prompt's) and blames no later line."""
+    ``The answer is \\boxed{<last value>}.``; a completion that ended (its end token) before the
+    chain did is blamed on its last line (where it stopped). Unlike :func:`step_blame` it sees
+    mistakes whose arithmetic is right (a digit or operator other than the prompt's) and blames no
+    later line.
+
+    ``truncated`` (cut off by the token limit): only complete lines are judged. The line the cut
+    fell in is never blamed, and running out of lines is the cap's doing: no blame."""
     lines, offsets, position = completion.split("\n"), [], 0
     for line in lines:
         offsets.append((position, position + len(line)))
         position += len(line) + 1
+    complete = len(lines) - 1 if truncated else len(lines)   # the cut line is not a line written
     for index, expected in enumerate(chain):
-        if index >= len(lines):  # stopped early: its last line is where it broke off
-            start, end = offsets[-1]
+        if index >= complete:
+            if truncated:  # the cap stopped it, not a mistake
+                return []
+            start, end = offsets[-1]  # stopped early: its last line is where it broke off
             return [SpanScore(start, end, BLAME)]
         if _squash(lines[index]) != _squash(expected):
             start, end = offsets[index]
             return [SpanScore(start, max(end, start + 1), BLAME)]
     final = expected_answer_line(chain)
     start = offsets[len(chain)][0] if len(chain) < len(lines) else len(completion)
-    if _squash(completion[start:]) == _squash(final):
+    end = offsets[complete - 1][1] if truncated and complete > len(chain) else len(completion)
+    if truncated and complete <= len(chain):   # the cut fell in the answer line: nothing after the chain to judge
         return []
-    return [SpanScore(min(start, max(len(completion) - 1, 0)), len(completion), BLAME)] if completion else []
+    if _squash(completion[start:end]) == _squash(final):
+        return []
+    return [SpanScore(min(start, max(end - 1, 0)), end, BLAME)] if end else []
 
 
 def expected_answer_line(chain: Sequence[str]) -> str:
@@ -98,16 +114,26 @@ class BlameInput:
     completion: str
     reference: Mapping[str, Any]
     error_propagation: bool = True
+    truncated: bool = False   # cut off by the token limit, not ended by the policy
+
+
+def _complete_steps(case: BlameInput) -> tuple[Step, ...]:
+    """The steps of ``case`` the policy finished: in a truncated completion, not one that runs into
+    the cut (its last number may be cut short: ``= 1`` of ``= 18``)."""
+    if not case.truncated:
+        return case.steps
+    end = len(case.completion.rstrip())
+    return tuple(step for step in case.steps if step.end < end)
 
 
 def _steps_signal(case: BlameInput) -> list[SpanScore]:
-    return step_blame(case.steps, len(case.completion), case.error_propagation)
+    return step_blame(_complete_steps(case), len(case.completion), case.error_propagation)
 
 
 def _oracle_signal(case: BlameInput) -> list[SpanScore]:
     chain = case.reference.get("chain")
     if isinstance(chain, list) and chain and all(isinstance(line, str) for line in chain):
-        return oracle_blame(case.completion, chain)
+        return oracle_blame(case.completion, chain, case.truncated)
     return _steps_signal(case)
 
 

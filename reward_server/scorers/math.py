@@ -194,7 +194,7 @@ def _result(rollout: Rollout, prejudged: _Prejudged, verdict: Verdict | None,
         reason=verdict.reason,
     )
     local = LOCAL_SIGNALS[signal](BlameInput(prejudged.steps, rollout.completion, rollout.reference or {},
-                                             error_propagation))
+                                             error_propagation, rollout.truncated))
     return ScoreResult(score=1.0 if correct else -1.0, passed=correct, local=local, details=details)
 
 
