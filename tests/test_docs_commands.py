@@ -189,12 +189,15 @@ def _copy_checkout(dest: Path) -> Path:
 
 def _shadow(source: Path, dest: Path) -> None:
     """``dest``: links to every entry of ``source`` but make's markers (``.installed*``), which are
-    new files here: a `make` in the copy finds the set-up done and never writes into ``source``."""
+    new files here with the originals' times (what was built after a marker stays newer than it):
+    a `make` in the copy finds the set-up done and never writes into ``source``."""
     require_host(source.is_dir(), f"{source.relative_to(ROOT)} (make install)")
     dest.mkdir(parents=True)
     for entry in source.iterdir():
         if entry.name.startswith(".installed"):
             (dest / entry.name).touch()
+            made = entry.stat()
+            os.utime(dest / entry.name, ns=(made.st_atime_ns, made.st_mtime_ns))
         else:
             (dest / entry.name).symlink_to(entry)
 
