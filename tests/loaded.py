@@ -7,7 +7,7 @@ arguments in this interpreter's environment, stops the burners (by their process
 with pytest's status. The load average before and after is printed, so a run says how busy the
 machine was. Time limits in tests and in the sandbox must hold at this load: a budget is CPU
 time, a ratio to a baseline taken in the same test, or wall time with a margin for a load of 4
-on 2 cores (docs/troubleshooting.md, "Tests on a busy machine").
+on 2 cores (docs/security.md, "Time budgets are CPU time"; docs/troubleshooting.md).
 """
 from __future__ import annotations
 
