@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 BENCH_VENV ?= .venv-bench
 TRL_SPEC    ?= trl==1.16.0
 
-.PHONY: demo test test-docs test-trl test-wheel test-image install bench bench-env clean
+.PHONY: demo test test-docs test-loaded test-trl test-wheel test-image install bench bench-env clean
 
 # Runtime (what the demo needs) and the test tools (schemathesis, schema validators) separately,
 # so `make demo` on a fresh clone does not wait for the test-only downloads.
@@ -48,6 +48,12 @@ test: install $(VENV)/.installed-dev
 # .venv-bench. Slow (minutes): its own target, run by .ci/run after `make test`.
 test-docs: install $(VENV)/.installed-dev bench-env
 	BOTGRPO_RUN_DOCS=1 $(BIN)/python -m pytest tests/test_docs_commands.py -m docs $(PYTEST_ARGS)
+
+# The same suite with BURNERS CPU-bound processes beside it (tests/loaded.py): its time limits must
+# hold on a busy machine, as CI's and users' are. It prints the load average before and after.
+BURNERS ?= 2
+test-loaded: install $(VENV)/.installed-dev
+	$(BIN)/python -m tests.loaded --burners $(BURNERS) $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m benchmarks.advantages

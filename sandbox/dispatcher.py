@@ -274,8 +274,10 @@ class WorkerSlot:
         started = time.monotonic()
         total_timeout = self._timeout_s * (1 if len(batch) == 1 else 2) + sum(job.budget_s for job in batch)
         # a typecheck answer may take two tsgo runs plus a probe (a batch's timed-out run, then
-        # its own: lib/typecheck.mjs); only silence past that says the worker itself is stuck
-        idle_timeout = self._timeout_s + max((job.budget_s for job in batch if job.level == "typecheck"), default=0.0)
+        # its own: lib/typecheck.mjs), a lint its batch's oxlint run; only silence past that says
+        # the worker itself is stuck
+        idle_timeout = self._timeout_s + max((job.budget_s for job in batch if job.level == "typecheck" or job.extra.get("lint")),
+                                             default=0.0)
 
         def answer_early(request_id: str, response: dict[str, Any]) -> None:
             # each job's answer as it arrives: an innocent file does not wait for a slow neighbour

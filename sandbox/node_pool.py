@@ -29,6 +29,7 @@ from concurrent.futures import Future
 from typing import Any, Iterable, Literal, Mapping, Sequence, get_args
 
 from botgrpo.sandbox import isolation as iso
+from botgrpo.sandbox.cpu_budget import WALL_FACTOR
 from botgrpo.sandbox.dispatcher import Job, PoolStats, WorkerSlot
 from botgrpo.sandbox.results import CompileResult, Diagnostic, RenderResult, failure
 from botgrpo.sandbox.launcher import NODE_DIR
@@ -53,6 +54,9 @@ assert tuple(LINT_ENGINES) == get_args(LintEngine)
 IsolationConfig = iso.IsolationConfig
 RenderOptions = Mapping[str, Any]  # {props, component, empty, wrappers, timeout_ms, max_html_chars, ...}
 DEFAULT_RENDER_TIMEOUT_MS = 1000
+#: A tsgo or oxlint run in the worker is timed in CPU time, with a wall-clock backstop WALL_FACTOR
+#: times its budget (sandbox/node/lib/cpu-budget.mjs): the dispatcher waits that long for a run the
+#: worker times itself before it takes the worker for stuck.
 
 
 class NodePool:
@@ -89,10 +93,12 @@ class NodePool:
         self.isolation = isolation or iso.IsolationConfig()
         self.max_code_bytes = max_code_bytes
         self.render_unisolated = render_unisolated
-        # One tsgo run may take this long before the worker kills it and re-runs its batch
-        # without the slow file. A file costs at most two runs (its batch's and its own), so
-        # 0.45 x timeout_s keeps a type-checking bomb within the per-rollout budget timeout_s.
+        # One tsgo run may use this much CPU time before the worker kills it and re-runs its
+        # batch without the slow file. A file costs at most two runs (its batch's and its own),
+        # so 0.45 x timeout_s keeps a type-checking bomb within the per-rollout budget timeout_s
+        # of CPU time: a busy machine stretches the wall time, not the verdict.
         self.tsgo_timeout_s = tsgo_timeout_s(timeout_s)
+        self.run_backstop_s = WALL_FACTOR * self.tsgo_timeout_s  # the most wall time such a run holds a worker
         extra_env = {"BOTGRPO_TSGO_TIMEOUT_MS": str(int(self.tsgo_timeout_s * 1000)),
                      "BOTGRPO_TSGO_MEMORY_MB": str(int(tsgo_memory_mb)),
                      "BOTGRPO_LINT_TIMEOUT_MS": str(int(self.tsgo_timeout_s * 1000)),  # one oxlint run
@@ -227,14 +233,9 @@ class NodePool:
                 render: RenderOptions | None = None) -> Future:
         future: Future = Future()
         extra: dict[str, Any] = {"lint": lint} if lint else {}
-        budget_s = 0.0
         if level == "render":
-            options = dict(render or {})
-            extra["render"] = options
-            budget_s = float(options.get("timeout_ms") or DEFAULT_RENDER_TIMEOUT_MS) / 1000 + 1.0
-        elif level == "typecheck":
-            budget_s = self.tsgo_timeout_s  # its own tsgo run, after its batch's (a suspect, a timeout)
-        job = Job(code=code, level=level, allow=allow, future=future, extra=extra, budget_s=budget_s)
+            extra["render"] = dict(render or {})
+        job = Job(code=code, level=level, allow=allow, future=future, extra=extra, budget_s=self._budget_s(level, extra))
         if not isinstance(code, str):
             job.resolve(failure("", "code must be a string"))
         elif len(code.encode("utf-8", "surrogatepass")) > self.max_code_bytes:
@@ -242,6 +243,17 @@ class NodePool:
         else:
             self._enqueue(job)
         return future
+
+    def _budget_s(self, level: str, extra: Mapping[str, Any]) -> float:
+        """Wall time a job may take beyond a compile: the runs the worker times itself."""
+        budget_s = 0.0
+        if level == "render":
+            budget_s = float((extra.get("render") or {}).get("timeout_ms") or DEFAULT_RENDER_TIMEOUT_MS) / 1000 + 1.0
+        elif level == "typecheck":
+            budget_s = self.run_backstop_s  # its own tsgo run, after its batch's (a suspect, a timeout)
+        if extra.get("lint") in (True, "oxlint"):
+            budget_s += 1.5 * self.run_backstop_s  # its batch's oxlint run, then its own at half (lib/oxlint.mjs)
+        return budget_s
 
     def _enqueue(self, job: Job) -> None:
         try:
@@ -286,12 +298,13 @@ class NodePool:
         """Test hook: send a debug level, or a real level with debug fields such as
         ``debug_tsgo="fail"`` (needs ``enable_debug_levels=True``)."""
         future: Future = Future()
-        self._enqueue(Job(code=code, level=level, allow=(), future=future, extra=dict(fields)))
+        self._enqueue(Job(code=code, level=level, allow=(), future=future, extra=dict(fields),
+                          budget_s=self._budget_s(level, fields) if level in LEVELS else 0.0))
         return future
 
 
 def tsgo_timeout_s(timeout_s: float) -> float:
-    """Wall-clock limit of one tsgo run for a pool whose per-rollout budget is ``timeout_s``."""
+    """CPU-time limit of one tsgo (or oxlint) run for a pool whose per-rollout budget is ``timeout_s``."""
     return max(0.5, round(timeout_s * 0.45, 3))
 
 

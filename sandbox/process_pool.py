@@ -3,14 +3,16 @@
 Why processes, and why killable: some libraries cannot be interrupted from the outside of the
 thread running them. ``math-verify`` bounds its own work with ``SIGALRM`` (main thread only) and
 sympy's parser ends in ``eval``; a pathological answer can pin a CPU for minutes. The only
-reliable bound is a separate process that is SIGKILLed when its deadline passes. So:
+reliable bound is a separate process that is SIGKILLed when its budget is spent. So:
 
 * every worker is a ``spawn``-ed process (never ``fork``: the caller is usually a threaded server,
   and forking a process that holds locks in other threads can deadlock the child);
 * each worker is *driven* by one thread of the pool that owns its pipe. The driver takes a small
   batch of tasks from a shared queue, sends it in one message, and then waits for the results one
-  by one, each under its own deadline measured from the moment the worker could start it;
-* a worker past a deadline is killed and replaced (the replacement runs the initializer again, so
+  by one, each under its own budget counted from the moment the worker could start it, in the
+  worker's CPU time (a busy machine slows a task down but does not time it out), with a wall-clock
+  backstop for a task that stalls (:mod:`botgrpo.sandbox.cpu_budget`);
+* a worker past a budget is killed and replaced (the replacement runs the initializer again, so
   the start-up cost is paid once per worker life, not per task); the late task resolves to a
   timeout outcome and the tasks batched after it are re-run on the replacement;
 * nothing a task does raises into the caller: every future resolves to a :class:`TaskOutcome`.
@@ -45,6 +47,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
+
+from botgrpo.sandbox.cpu_budget import CpuBudget
 
 logger = logging.getLogger(__name__)
 
@@ -378,10 +382,14 @@ class ProcessPool:
 
     @staticmethod
     def _await_result(worker: _Worker, timeout_s: float) -> TaskOutcome | None:
-        """The next result, ``None`` past the deadline, or a ``"worker died"`` outcome."""
+        """The next result, ``None`` once the worker has used ``timeout_s`` of CPU time on it (or
+        past the wall-clock backstop: :mod:`~botgrpo.sandbox.cpu_budget`), or a ``"worker died"``
+        outcome."""
+        budget = CpuBudget.start(worker.process.pid, timeout_s)
         try:
-            if not worker.conn.poll(timeout_s):
-                return None
+            while not worker.conn.poll(budget.wait_s()):
+                if budget.spent():
+                    return None
             payload = worker.conn.recv_bytes()
         except (EOFError, OSError):
             return TaskOutcome(error=WORKER_DIED)

@@ -416,18 +416,20 @@ def test_a_batch_whose_tsgo_run_fails_still_gives_every_innocent_file_its_verdic
     assert pool.compile(VALID, "typecheck").ok
 
 
-def test_a_batch_whose_tsgo_run_hangs_still_gives_every_innocent_file_its_verdict(pool):
-    blocker = pool._debug("debug_hang", seconds=0.3)
-    time.sleep(0.05)
-    futures = [pool.submit(VALID, "typecheck"), pool.submit(TYPO, "typecheck")]
-    guilty = pool._debug("typecheck", code=PLAIN, debug_tsgo="hang")
-    futures += [pool.submit(PLAIN, "typecheck")]
-    assert blocker.result(timeout=30).ok
-    valid, typo, plain = [f.result(timeout=90) for f in futures]
-    assert valid.ok and plain.ok and not typo.ok
-    failed = guilty.result(timeout=90)
-    assert not failed.ok and (failed.timed_out or "timed out" in failed.diagnostics[0].message)
-    assert pool.compile(VALID, "typecheck").ok
+def test_a_batch_whose_tsgo_run_hangs_still_gives_every_innocent_file_its_verdict():
+    # a stalled run ends at the budget's wall-clock backstop (WALL_FACTOR x 0.9 s here), twice
+    with NodePool(size=1, timeout_s=2.0, enable_debug_levels=True, isolation=iso.IsolationConfig(disable=NO_BWRAP)) as pool:
+        blocker = pool._debug("debug_hang", seconds=0.3)
+        time.sleep(0.05)
+        futures = [pool.submit(VALID, "typecheck"), pool.submit(TYPO, "typecheck")]
+        guilty = pool._debug("typecheck", code=PLAIN, debug_tsgo="hang")
+        futures += [pool.submit(PLAIN, "typecheck")]
+        assert blocker.result(timeout=30).ok
+        valid, typo, plain = [f.result(timeout=90) for f in futures]
+        assert valid.ok and plain.ok and not typo.ok
+        failed = guilty.result(timeout=90)
+        assert not failed.ok and (failed.timed_out or "timed out" in failed.diagnostics[0].message)
+        assert pool.compile(VALID, "typecheck").ok
 
 
 def test_bwrap_pool_refuses_host_imports_too(secrets):

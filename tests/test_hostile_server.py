@@ -227,7 +227,8 @@ def test_unclosed_code_fence_does_not_stall_the_server(server):
     assert fence["details"]["reason"] == tag["details"]["reason"] == "no code in the completion" or \
         not fence["passed"], (fence["details"], tag["details"])
     assert good["passed"] is True
-    assert elapsed < 5 and probe.worst < 1.0, (elapsed, probe.worst)
+    # the backtracking regex held the loop for 9 s; 2 s leaves room for a busy machine (load 4 on 2 cores and more)
+    assert elapsed < 5 and probe.worst < 2.0, (elapsed, probe.worst)
 
 
 # --------------------------------------------------------------------------------------------- 6: math

@@ -1,7 +1,7 @@
 """Finding 3 of the hostile-input issue (tests/test_hostile_server.py): the text handling on the
 request path was superlinear (the code-fence regex backtracked). Each check times ``f(n)`` and
-``f(4n)`` for inputs up to the configured limits and asserts the ratio stays well under 16
-(quadratic), in this process's CPU time, not a wall time; no server is involved."""
+``f(4n)`` (CPU time) for inputs up to the configured limits and asserts the ratio stays well under
+16 (quadratic), not a wall time; no server is involved."""
 from __future__ import annotations
 
 import time
@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 
 def best_time(fn, arg, repeats: int = 3) -> float:
-    """The least CPU time of this process over ``repeats`` calls: other processes on a busy
-    machine do not count (wall time did, and failed the ratio at load 12)."""
+    """The least CPU time (this process's) of ``repeats`` calls: a busy neighbour does not count."""
     best = float("inf")
     for _ in range(repeats):
         started = time.process_time()

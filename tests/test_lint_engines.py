@@ -179,16 +179,16 @@ def test_no_comment_switches_a_rule_off(pool, engine, directive):
 @pytest.fixture(scope="module")
 def debug_pool():
     require_node_toolchain()
-    with NodePool(size=1, timeout_s=8.0, enable_debug_levels=True) as p:  # one oxlint run: at most 3.6 s
+    with NodePool(size=1, timeout_s=8.0, enable_debug_levels=True) as p:  # one oxlint run: 3.6 s of CPU
         yield p
 
 
-@pytest.mark.parametrize("how", ["hang", "crash"])
+@pytest.mark.parametrize("how", ["spin", "crash"])  # over its CPU budget, dead (a stall: tests/test_cpu_budget.py)
 def test_a_broken_oxlint_run_costs_only_its_files_findings(debug_pool, how):
     code, text, _ = CASES["react/jsx-key"]
     broken = debug_pool._debug("syntax", code, lint="oxlint", debug_oxlint=how)
     mates = [debug_pool.submit(c, "syntax", lint="oxlint") for c in (code, CASES["react/no-unknown-property"][0])]
-    result = broken.result(timeout=30)
+    result = broken.result(timeout=60)
     assert result.ok and result.lint == [] and not result.timed_out  # no findings, never a failed compile
     assert spans(code, mates[0].result()) == [("react/jsx-key", text, "error")]
     assert [d.rule for d in mates[1].result().lint] == ["react/no-unknown-property"]

@@ -81,9 +81,9 @@ PATHOLOGICAL = [
 
 @pytest.mark.parametrize(("answer", "reason"), PATHOLOGICAL)
 def test_guard_refuses_pathological_answers_quickly(answer, reason):
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the bound holds on a busy machine
     verdict = quick_verdict(answer, "3")
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert verdict.equal is False and reason in verdict.reason
     assert elapsed < 0.05
 

@@ -55,6 +55,6 @@ def test_no_answer(completion):
     ],
 )
 def test_megabyte_completions_are_fast(completion):
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the bound holds on a busy machine
     extract_final_answer(completion)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0

@@ -93,9 +93,9 @@ def test_shallow_transcendental_answers_pass(answer):
 
 def test_the_transcendental_check_is_cheap_on_hostile_input():
     hostile = r"\sin(" * 15 + "1" + ")" * 15 + r" + \sin\sin" * 60
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the bound holds on a busy machine
     assert guard_reason(hostile[:1000]) is not None
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -167,10 +167,10 @@ def test_evaluate_is_exact(text, value):
     ],
 )
 def test_evaluate_refuses_unsafe_or_costly_input(text):
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the bound holds on a busy machine
     with pytest.raises(UnevaluableError):
         evaluate(text)
-    assert time.perf_counter() - started < 0.05
+    assert time.process_time() - started < 0.05
 
 
 @pytest.mark.parametrize(

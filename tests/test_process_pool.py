@@ -9,7 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from botgrpo.sandbox.cpu_budget import WALL_FACTOR
 from botgrpo.sandbox.process_pool import POOL_CLOSED, TIMEOUT, WORKER_DIED, ProcessPool
+from tests.helpers import descendants, frozen
 
 _WARMED = False
 
@@ -34,6 +36,11 @@ def divide(a: int, b: int) -> float:
 
 def sleep_forever() -> None:
     time.sleep(3600)
+
+
+def spin_forever() -> None:
+    while True:
+        pass
 
 
 def crash() -> None:
@@ -71,15 +78,38 @@ def test_task_exception_is_an_outcome_not_a_raise(pool):
 
 
 def test_hanging_task_is_killed_at_its_deadline_and_pool_recovers(pool):
+    """A task that sleeps uses no CPU: the wall-clock backstop, WALL_FACTOR x its budget, ends it."""
     restarts = pool.stats()["restarts"]
     started = time.perf_counter()
     outcome = pool.submit(sleep_forever, timeout_s=0.5).result(timeout=30)
     elapsed = time.perf_counter() - started
     assert outcome.timed_out and outcome.error == TIMEOUT
-    assert 0.5 <= elapsed < 10
+    assert WALL_FACTOR * 0.5 <= elapsed < WALL_FACTOR * 0.5 + 10
     assert pool.stats()["restarts"] == restarts + 1
     assert pool.submit(square, 7).result(timeout=30).value == 49
     _wait_until(lambda: pool.stats()["alive"] == 2)
+
+
+def test_a_computing_task_is_killed_at_its_cpu_budget(pool):
+    """The budget is CPU time: an endless loop is stopped once it has used it (however busy the
+    machine, within the backstop); the worker's replacement answers."""
+    outcome = pool.submit(spin_forever, timeout_s=0.3).result(timeout=60)
+    assert outcome.timed_out and outcome.error == TIMEOUT
+    assert pool.submit(square, 8).result(timeout=30).value == 64
+
+
+def test_a_task_that_waits_for_a_core_is_not_timed_out():
+    """Issue 34: a worker that gets no CPU for three budgets (stopped, as a very busy machine
+    would leave it) answers when it runs again; with a wall-clock deadline the task timed out."""
+    before = set(descendants(os.getpid()))
+    with ProcessPool(1, default_timeout_s=0.5) as one:
+        assert one.submit(square, 2).result(timeout=60).value == 4  # started and warm
+        [worker] = set(descendants(os.getpid())) - before
+        with frozen(worker, 3 * 0.5):
+            future = one.submit(square, 3)
+        outcome = future.result(timeout=30)
+        assert outcome.ok and outcome.value == 9, outcome.error
+        assert one.stats()["restarts"] == 0
 
 
 def _wait_until(condition, timeout_s: float = 30.0) -> None:

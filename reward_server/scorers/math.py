@@ -25,8 +25,8 @@ Result:
   is found; the reward recipe (:mod:`botgrpo.services.recipe`) weighs it against the outcome.
 
 Deterministic: the same rollout and options always give the same result (a symbolic
-comparison that hits its deadline is judged not equal; pick ``timeout_s`` well above the
-normal cost, a few milliseconds).
+comparison that uses up its ``timeout_s`` of CPU time is judged not equal, however busy the
+machine; pick ``timeout_s`` well above the normal cost, a few milliseconds).
 """
 from __future__ import annotations
 
@@ -62,8 +62,9 @@ class MathOptions(RecipeOptions):
         "completion's tail: its last LaTeX expression or 'final answer is'); boxes always win")
     error_propagation: bool = Field(True, description="blame everything from the first wrong step on, "
                                                       "not only the wrong steps")
-    timeout_s: float = Field(5.0, gt=0, le=10, description="deadline of one symbolic comparison (at most 10 s: a "
-                             "worker is held that long by each answer that needs it)")
+    timeout_s: float = Field(5.0, gt=0, le=10, description="CPU-time limit of one symbolic comparison (at most 10 s: "
+                             "a worker computes that long on each answer that needs it; a busy machine stretches "
+                             "it in wall time, up to 5x)")
     cut_off_answers: Literal["refuse", "read"] = Field(
         "refuse", description="a rollout cut off by the token limit (finish_reason 'length'): 'refuse' counts only an "
         "answer boxed or stated ('the answer is X') before the cut; 'read' reads it like any other, as before this "

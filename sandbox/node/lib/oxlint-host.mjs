@@ -12,7 +12,8 @@
 // sandbox (it is the worker's child: same namespaces, seccomp filter, rlimits).
 //
 // Test-only (the worker sends it only with BOTGRPO_SANDBOX_DEBUG=1): "debug": "hang" blocks the
-// host, "crash" kills it, so the worker's timeout and restart paths can be exercised.
+// host (a stall: the wall-clock backstop ends it), "spin" computes for ever (its CPU budget ends
+// it), "crash" kills it, so the worker's timeout and restart paths can be exercised.
 import fs from "node:fs";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -36,6 +37,7 @@ input.on("line", (line) => {
   queue = queue.then(async () => {
     const { args, cwd, end, debug } = JSON.parse(line);
     if (debug === "hang") Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+    if (debug === "spin") for (;;);
     if (debug === "crash") process.kill(process.pid, "SIGKILL");
     try {
       process.chdir(String(cwd));

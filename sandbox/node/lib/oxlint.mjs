@@ -43,6 +43,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MAX_FINDINGS } from "./lint.mjs";
+import { watchCpuBudget } from "./cpu-budget.mjs";
 import ts from "typescript";
 import { lineStarts, makeDiagnostic } from "./positions.mjs";
 
@@ -231,7 +232,8 @@ class OxlintHost {
     if (this.child) this.#kill(this.child);
   }
 
-  /** oxlint's report (parsed JSON) for `args` run in `cwd`; rejects on a failure or after `timeoutMs`. */
+  /** oxlint's report (parsed JSON) for `args` run in `cwd`; rejects on a failure or once the host has
+   * used `timeoutMs` of CPU time on it (lib/cpu-budget.mjs: a busy machine does not fail a lint). */
   async run(args, cwd, timeoutMs, debug = null) {
     const child = this.child ?? this.#start();
     await this.ready;
@@ -240,7 +242,7 @@ class OxlintHost {
     return new Promise((resolve, reject) => {
       let output = "";
       const finish = (error, value) => {
-        clearTimeout(timer);
+        stopWatch();
         child.stdout.off("data", onData);
         child.off("exit", onExit);
         if (error) {
@@ -264,7 +266,8 @@ class OxlintHost {
         }
       };
       const onExit = (status, signal) => finish(new Error(`oxlint host exited (${signal ?? status})`));
-      const timer = setTimeout(() => finish(new Error(`oxlint timed out after ${timeoutMs} ms`)), timeoutMs);
+      const stopWatch = watchCpuBudget(child.pid, timeoutMs,
+        (what) => finish(new Error(`oxlint timed out after ${timeoutMs} ms of ${what} time`)));
       child.stdout.on("data", onData);
       child.on("exit", onExit);
       child.stdin.write(JSON.stringify({ args, cwd, end, ...(debug ? { debug } : {}) }) + "\n");
@@ -304,7 +307,7 @@ export class OxlintBatcher {
 
   /**
    * Findings of `code` (diagnostics with `rule`, at most MAX_FINDINGS), after reserve().
-   * `debug` (test-only, the worker passes it only in debug mode): "hang" or "crash" the host;
+   * `debug` (test-only, the worker passes it only in debug mode): "hang", "spin" or "crash" the host;
    * `sourceFile`: the worker's parse of `code` (parent pointers set), reused to place spans.
    */
   lint(code, debug = null, sourceFile = null) {

@@ -7,16 +7,17 @@
 // its own module), and its diagnostics are rendered in tsgo's own `--pretty false` text format
 // so that the same parser (parseTsgoOutput) reads both.
 //
-// The per-run budget is the same as a spawned run's: the run (write, update, diagnostics) is
-// timed and, past `timeoutMs`, the server is SIGKILLed and the run fails as timed out; the
-// server runs under RLIMIT_DATA (`memoryMb`, prlimit), so a run that exhausts memory kills it
-// and fails as out of memory. A dead server is restarted (and warmed) before the next run,
-// outside that run's budget. There is no CPU-seconds backstop: RLIMIT_CPU counts a process's
-// whole life, so the wall-clock kill is the budget here.
+// The per-run budget is the same as a spawned run's: once the server has used `timeoutMs` of
+// CPU time during a run (write, update, diagnostics; lib/cpu-budget.mjs, with its wall-clock
+// backstop), it is SIGKILLed and the run fails as timed out; the server runs under RLIMIT_DATA
+// (`memoryMb`, prlimit), so a run that exhausts memory kills it and fails as out of memory. A
+// dead server is restarted (and warmed) before the next run, outside that run's budget.
+// RLIMIT_CPU would count the server's whole life, so the budget is the CPU time of each run.
 import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
+import { watchCpuBudget } from "./cpu-budget.mjs";
 import { lineStarts } from "./positions.mjs";
 
 const randomName = () => crypto.randomBytes(16).toString("hex");
@@ -33,6 +34,9 @@ export class ServerFailure extends Error {
 }
 
 const OUT_OF_MEMORY = /out of memory|cannot allocate memory/i;
+// test-only (`spin`): a recursive conditional type tsgo computes on for over a minute
+const SPIN = Array.from({ length: 40 }, (_, i) =>
+  `type R${i}<N,S,A extends any[]=[]>=A['length'] extends N?A:R${i}<N,S,[...A,S]>;export type X${i}=R${i}<999,${i}>;\n`).join("");
 
 /** Minimal JSON-RPC 2.0 client over a child's stdio with LSP-style Content-Length framing. */
 class RpcProcess {
@@ -194,7 +198,8 @@ export class TsgoServer {
       fs.rm(dir, { recursive: true, force: true }).catch(() => {});
     });
     const state = { rpc, dir, config: path.join(dir, "tsconfig.json"), files: [], snapshot: null, project: null };
-    const timer = setTimeout(() => rpc.kill(new ServerFailure(`tsgo server did not start in ${timeoutMs} ms`)), timeoutMs);
+    const stopWatch = watchCpuBudget(rpc.child.pid, timeoutMs,
+      (what) => rpc.kill(new ServerFailure(`tsgo server did not start within ${timeoutMs} ms of ${what} time`)));
     try {
       await rpc.request("initialize", null);
       const [output] = await this.#check(state, [this.probe], []);
@@ -203,7 +208,7 @@ export class TsgoServer {
       rpc.kill(error instanceof ServerFailure ? error : new ServerFailure(String(error?.message ?? error)));
       throw error;
     } finally {
-      clearTimeout(timer);
+      stopWatch();
     }
     this.state = state;
     return rpc;
@@ -212,25 +217,27 @@ export class TsgoServer {
   /**
    * Type-check `codes` (one module each) with `ambient` module names declared `any`, as one
    * program; resolves to [the tsgo-format output, the file names]. The run is killed (and
-   * rejects with ServerFailure{timedOut}) after `timeoutMs`; `hang` (test-only) never asks.
+   * rejects with ServerFailure{timedOut}) after `timeoutMs` of CPU time (lib/cpu-budget.mjs).
+   * Test-only: `hang` never asks (a stall: the wall-clock backstop ends it); `spin` checks a type
+   * bomb instead of `codes` (a run that computes: its CPU budget ends it).
    */
-  async run(codes, ambient, timeoutMs, { hang = false, fail = false } = {}) {
+  async run(codes, ambient, timeoutMs, { hang = false, spin = false, fail = false } = {}) {
     if (!this.rpc || this.rpc.dead) {
       this.rpc = null;
       this.starting ??= this.#start(Math.max(timeoutMs, 15000)).finally(() => { this.starting = null; });
       this.rpc = await this.starting;
     }
     const { rpc } = this;
-    let timer;
+    let stopWatch;
     const expired = new Promise((_, reject) => {
-      timer = setTimeout(() => {
-        const failure = new ServerFailure(`tsgo stopped after ${timeoutMs} ms (SIGKILL)`, { timedOut: true });
+      stopWatch = watchCpuBudget(rpc.child.pid, timeoutMs, (what) => {
+        const failure = new ServerFailure(`tsgo stopped after ${timeoutMs} ms of ${what} time (SIGKILL)`, { timedOut: true });
         rpc.kill(failure);
         reject(failure);
-      }, timeoutMs);
+      });
     });
     try {
-      const work = hang ? new Promise(() => {}) : this.#check(this.state, codes, ambient, fail);
+      const work = hang ? new Promise(() => {}) : this.#check(this.state, spin ? [SPIN] : codes, ambient, fail);
       return await Promise.race([work, expired]);
     } catch (error) {
       // whatever failed, the next run gets a fresh server (its state is unknown)
@@ -238,7 +245,7 @@ export class TsgoServer {
       rpc.kill(failure);
       throw rpc.dead ?? failure;
     } finally {
-      clearTimeout(timer);
+      stopWatch();
       expired.catch(() => {});
     }
   }

@@ -22,9 +22,11 @@
 // input" answer, unless a known-good probe fails too: then the checker itself is broken and
 // a ServiceError tells the worker to report itself poisoned.
 //
-// Per-rollout budget: every tsgo run is killed after `timeoutMs` (wall clock) and runs under a
-// memory cap (`memoryMb`, RLIMIT_DATA through prlimit(1); a spawned run also has a CPU-seconds
-// backstop; a killed server is restarted, outside any rollout's budget, before the next run).
+// Per-rollout budget: every tsgo run is killed once it has used `timeoutMs` of CPU time (a busy
+// machine does not make a file time out; lib/cpu-budget.mjs, whose wall-clock backstop ends a
+// run that stalls) and runs under a memory cap (`memoryMb`, RLIMIT_DATA through prlimit(1); a
+// spawned run also has RLIMIT_CPU; a killed server is restarted, outside any rollout's budget,
+// before the next run).
 // Files whose type aliases could make a type-instantiation bomb (lib/budget.mjs) never share a
 // run: they are checked alone, in a spawned tsgo, after their batch's other files, so an innocent file is answered
 // before them and a bomb costs at most one `timeoutMs` of its own. A file that exceeds the budget
@@ -39,6 +41,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
 import { budgetSuspects } from "./budget.mjs";
+import { watchCpuBudget } from "./cpu-budget.mjs";
 import { curatedLibraries, hasTypes, isLibrary } from "./libraries.mjs";
 import { ServiceError } from "./esbuild-service.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
@@ -170,7 +173,7 @@ export class TypecheckBatcher {
    * @param {string} options.nodeModules directory holding @types/react etc.
    * @param {string} options.workDir writable scratch directory (tmpfs inside the sandbox)
    * @param {number} options.maxBatch most files per tsgo run
-   * @param {number} options.timeoutMs wall-clock limit of one tsgo run
+   * @param {number} options.timeoutMs CPU-time limit of one tsgo run (lib/cpu-budget.mjs)
    * @param {number} options.memoryMb RLIMIT_DATA of one tsgo run (0: none)
    * @param {boolean} options.debug honour test-only `debug` fields of submitted items
    */
@@ -364,12 +367,12 @@ export class TypecheckBatcher {
     const ambient = ambientModules(batch);
     const debug = new Set(batch.map((item) => item.debug).filter(Boolean));
     const [stdout, names] = await this.server.run(batch.map((item) => item.code), ambient, timeoutMs,
-                                                  { hang: debug.has("hang"), fail: debug.has("fail") });
+                                                  { hang: debug.has("hang"), spin: debug.has("spin"), fail: debug.has("fail") });
     const byFile = parseTsgoOutput(stdout, new Map(names.map((name, i) => [name, i])));
     return batch.map((_, i) => byFile.get(i) ?? []);
   }
 
-  /** One run in a tsgo process of its own (`tsc -p`), killed after `timeoutMs`. */
+  /** One run in a tsgo process of its own (`tsc -p`), killed after `timeoutMs` of CPU time. */
   async runSpawned(batch, timeoutMs) {
     await this.#prepare();
     const dir = path.join(this.workDir, randomName());
@@ -391,6 +394,7 @@ export class TypecheckBatcher {
       let args = ["-p", dir, "--pretty", "false", "--singleThreaded"];
       const debug = new Set(batch.map((item) => item.debug).filter(Boolean));
       if (debug.has("hang")) [command, args] = [process.execPath, ["-e", "setTimeout(() => {}, 1e9)"]];
+      else if (debug.has("spin")) [command, args] = [process.execPath, ["-e", "for (;;) {}"]];
       else if (debug.has("fail")) args.push("--botgrpoNoSuchOption");
       [command, args] = this.#limited(command, args, timeoutMs);
       const { stdout, status } = await this.#exec(command, args, dir, timeoutMs);
@@ -412,21 +416,27 @@ export class TypecheckBatcher {
   }
 
   #exec(command, args, cwd, timeoutMs) {
-    const options = { cwd, maxBuffer: MAX_OUTPUT_BYTES, timeout: timeoutMs, killSignal: "SIGKILL" };
+    const options = { cwd, maxBuffer: MAX_OUTPUT_BYTES, killSignal: "SIGKILL" };
     return new Promise((resolve, reject) => {
-      execFile(command, args, options, (error, stdout, stderr) => {
+      let expired = null;  // "cpu" or "wall" once the budget killed it
+      const child = execFile(command, args, options, (error, stdout, stderr) => {
+        stopWatch();
         if (/^(?:panic:|fatal error:)/m.test(stderr)) {
           reject(new TsgoFailure(`tsgo crashed: ${stderr.slice(0, 300)}`, { outOfMemory: OUT_OF_MEMORY.test(stderr) }));
         } else if (error && error.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
           reject(new TsgoFailure("tsgo output exceeded the buffer"));
-        } else if (error && (error.killed || error.signal === "SIGXCPU")) {
-          reject(new TsgoFailure(`tsgo stopped after ${timeoutMs} ms (${error.signal})`, { timedOut: true }));
+        } else if (error && (expired !== null || error.signal === "SIGXCPU")) {
+          reject(new TsgoFailure(`tsgo stopped after ${timeoutMs} ms of ${expired ?? "cpu"} time (${error.signal})`, { timedOut: true }));
         } else if (error && typeof error.code !== "number") {
           reject(new TsgoFailure(`tsgo failed: ${error.code ?? error.signal ?? error.message}`));
         } else {
           // A non-zero status with diagnostics on stdout just means "errors were reported".
           resolve({ stdout, status: error ? error.code : 0 });
         }
+      });
+      const stopWatch = watchCpuBudget(child.pid, timeoutMs, (what) => {
+        expired = what;
+        child.kill("SIGKILL");
       });
     });
   }
