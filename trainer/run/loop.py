@@ -5,9 +5,10 @@ all ranks agree), sample G rollouts per prompt, send them to the reward server, 
 reference log-probs while the server scores, shape rewards (overlong penalty, dynamic
 sampling), estimate advantages and update. Checkpoints, metrics and evaluations around it.
 
-With ``async_steps: 1`` (:mod:`botgrpo.trainer.run.pipeline`) the next step's rollouts are sampled and
-scored on a background thread while this step updates; on-policy is the default. On-policy,
-the update is group-streamed where that is exact (``streamed_update``, :mod:`botgrpo.trainer.run.streamed`):
+With ``rollout.async_steps: 1`` (:mod:`botgrpo.trainer.run.pipeline`) the next step's rollouts are
+sampled and scored on a background thread while this step updates; on-policy is the default. On-policy,
+the update is group-streamed where that is exact (``optim.streamed_update``,
+:mod:`botgrpo.trainer.run.streamed`):
 each group's advantages and backward as soon as its rollouts are scored, one optimizer step.
 """
 from __future__ import annotations
@@ -37,8 +38,8 @@ from botgrpo.trainer.rollout.base import RolloutBatch
 from botgrpo.trainer.rollout.hf import HFEngine
 from botgrpo.trainer.rollout.prompts import PromptEncoder, stop_token_ids
 from botgrpo.trainer.run import checkpoint
-from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects, init_from_env,
-                                             load_full_state_dicts, unwrap, wrap)
+from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects,
+                                             init_from_env, load_full_state_dicts, unwrap, wrap)
 from botgrpo.trainer.run.pipeline import Rollouts
 from botgrpo.trainer.run.streamed import run_streamed_update, streamable
 from botgrpo.trainer.run.tracking import MetricsLog, Stopwatch, plot, read
@@ -69,15 +70,17 @@ class Trainer:
         in-process scorer, say) instead of the reward server at ``cfg.reward.url``."""
         self.cfg, self.d = cfg, dist or init_from_env()
         self.algo, self.bf16 = cfg.algorithm.settings(), cfg.optim.use_bf16()
+        self.overlong_zone = cfg.overlong_zone()
         self.out = Path(cfg.output_dir)
         if cfg.rollout.prompts_per_step % self.d.world:
-            raise ValueError(f"prompts_per_step={cfg.rollout.prompts_per_step} must be a multiple of the {self.d.world} ranks")
+            raise ValueError(f"rollout.prompts_per_step={cfg.rollout.prompts_per_step} must be a multiple of the "
+                             f"{self.d.world} ranks")
         torch.manual_seed(cfg.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(cfg.model)
         self.encoder = PromptEncoder(self.tokenizer, cfg.data.apply_chat_template)
         self.examples = load_examples(cfg.data.dataset, cfg.data.prompt_column, cfg.data.reference_column)
-        self.eval_examples = (load_examples(cfg.eval.dataset, cfg.data.prompt_column, cfg.data.reference_column)[: cfg.eval.prompts]
-                              if cfg.eval.dataset else [])
+        self.eval_examples = (load_examples(cfg.eval.dataset, cfg.data.prompt_column,
+                                            cfg.data.reference_column)[: cfg.eval.prompts] if cfg.eval.dataset else [])
         self.encoder.check([e.prompt for e in self.examples + self.eval_examples])  # before any model loads
         self.device = self._device()
         model = load_causal_lm(cfg.model, self.device)  # float32 master weights, whatever the checkpoint's dtype
@@ -182,19 +185,21 @@ class Trainer:
         at = slice(None) if rows is None else torch.tensor(rows, dtype=torch.long)
         return shape(scored.token_rewards[at], scored.seq_rewards[at], scored.scored[at], batch.completion_mask[at],
                      batch.lengths[at], batch.group_size, max_new_tokens=self.cfg.rollout.sampling.max_new_tokens,
-                     overlong_zone=self.cfg.overlong_zone(), overlong_factor=self.algo.overlong_penalty,
+                     overlong_zone=self.overlong_zone, overlong_factor=self.algo.overlong_penalty,
                      dynamic_sampling=self.algo.dynamic_sampling)
 
     def _rows_layout(self, batch: RolloutBatch, rows: list[int]):
         """The update layout of some of the batch's rows (each with its own prompt)."""
         return make_layout([batch.prompt_ids[r // batch.group_size] for r in rows], batch.completion_ids[rows],
                            batch.completion_mask[rows], 1, self.engine.pad_id, packing=self.cfg.optim.packing,
-                           micro_batch_size=self.cfg.optim.micro_batch_size, micro_batch_tokens=self.cfg.optim.micro_batch_tokens)
+                           micro_batch_size=self.cfg.optim.micro_batch_size,
+                           micro_batch_tokens=self.cfg.optim.micro_batch_tokens)
 
     def _streamed_update(self, batch: RolloutBatch, pending, ref_logp: Optional[torch.Tensor]) -> dict[str, float]:
         """Group by group as the scores arrive (:mod:`botgrpo.trainer.run.streamed`), one optimizer step."""
         update = StreamedUpdate(self.model, self.optimizer, self.algo, rows=batch.completion_mask.shape[0],
-                                temperature=self.cfg.rollout.sampling.temperature, norm_len=self.cfg.rollout.sampling.max_new_tokens,
+                                temperature=self.cfg.rollout.sampling.temperature,
+                                norm_len=self.cfg.rollout.sampling.max_new_tokens,
                                 bf16=self.bf16)
         return run_streamed_update(update, pending, batch.group_size,
                                    shape=lambda rows: self._shape(batch, pending.partial, rows),
@@ -266,7 +271,7 @@ class Trainer:
         staleness = self.step - current.version
         self.step += 1
         with clock.lap("generate_wait"):
-            if upcoming is not None:  # the next step's rollouts, sampled meanwhile (their scores may still be on the way)
+            if upcoming is not None:  # the next step's rollouts, sampled meanwhile (scores may be on the way)
                 self._pending = upcoming.result()
         elapsed = clock.elapsed()
         tokens = int(batch.completion_mask.sum())
@@ -278,7 +283,8 @@ class Trainer:
                 "loss": stats["loss"], "grad_norm": stats["grad_norm"], "lr": self.scheduler.get_last_lr()[0],
                 "first_ratio_error": stats["first_ratio_error"],
                 "completion_len_mean": float(batch.lengths.float().mean()), "tokens_per_s": tokens / elapsed,
-                "kept_rollouts": int(mask.any(1).sum()), "update_skipped": stats["skipped"], "reward_errors": scored.errors,
+                "kept_rollouts": int(mask.any(1).sum()), "update_skipped": stats["skipped"],
+                "reward_errors": scored.errors,
                 "staleness": staleness, "update_streamed": int(streamed),
                 "update_early_groups": int(stats.get("early_groups", 0)),
                 "time_generate": batch.timings["generate"], "time_score": scored.seconds,
@@ -290,7 +296,8 @@ class Trainer:
     def evaluate(self) -> Optional[dict[str, Any]]:
         if not self.eval_examples or not (self.d.main or self.sharded):
             return None  # a sharded model needs every rank's forwards; only rank 0 scores
-        scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples, self.cfg.rollout.sampling,
+        scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples,
+                          self.cfg.rollout.sampling,
                           seed=self.cfg.seed)
         if scores is None:
             return None
@@ -358,6 +365,7 @@ class Trainer:
         self.evaluate()
         self.save(final=True)
         if cfg.log.plot and self.d.main and (self.out / "metrics.jsonl").exists():
-            plot(read(self.out / "metrics.jsonl"), self.out / "curves.png", title=f"{cfg.algorithm.method} on {cfg.reward.task}",
+            plot(read(self.out / "metrics.jsonl"), self.out / "curves.png",
+                 title=f"{cfg.algorithm.method} on {cfg.reward.task}",
                  evals=self.evals)
         return records
