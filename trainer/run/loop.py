@@ -297,8 +297,7 @@ class Trainer:
         if not self.eval_examples or not (self.d.main or self.sharded):
             return None  # a sharded model needs every rank's forwards; only rank 0 scores
         scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples,
-                          self.cfg.rollout.sampling,
-                          seed=self.cfg.seed)
+                          self.cfg.rollout.sampling, seed=self.cfg.seed)
         if scores is None:
             return None
         result = {"step": self.step, **scores}
@@ -366,6 +365,5 @@ class Trainer:
         self.save(final=True)
         if cfg.log.plot and self.d.main and (self.out / "metrics.jsonl").exists():
             plot(read(self.out / "metrics.jsonl"), self.out / "curves.png",
-                 title=f"{cfg.algorithm.method} on {cfg.reward.task}",
-                 evals=self.evals)
+                 title=f"{cfg.algorithm.method} on {cfg.reward.task}", evals=self.evals)
         return records
