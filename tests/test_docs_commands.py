@@ -89,6 +89,10 @@ text = "```tsx\\nexport default function A() {\\n  return <p>hi</p>;\\n}\\n```"
 spans = [[0, 7], [7, len(text)]]
 """
 
+# what `make test-docs` exports to its commands: inherited, a nested make says `make[1]:` and
+# shares the outer one's flags and jobserver, which a reader's shell never has
+MAKE_VARIABLES = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR")
+
 FILES = {  # what the blocks take as the reader's own files
     "answer.md": "```tsx\nexport default function Card() {\n  return <div className=\"card\">hi</div>;\n}\n```\n",
     "batch.json": '{"task": "math", "rollouts": [{"id": "a", "completion": "\\\\boxed{12}", "reference": {"answer": "12"}}]}',
@@ -202,6 +206,30 @@ def _shadow(source: Path, dest: Path) -> None:
             (dest / entry.name).symlink_to(entry)
 
 
+def _reader_env(work: Path) -> dict[str, str]:
+    """A reader's shell in the copy: its .venv first on PATH, the docs' commands made small, and
+    nothing of the shell `make test-docs` runs them from (no active virtualenv, no make variables)."""
+    env = {**os.environ, **SMALL, "PATH": f"{work / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONUNBUFFERED": "1"}
+    for inherited in ("VIRTUAL_ENV", *MAKE_VARIABLES):
+        env.pop(inherited, None)
+    return env
+
+
+def test_the_docs_commands_run_in_a_readers_shell_not_makes(tmp_path, monkeypatch):
+    """Under `make test-docs` a nested `make install` would say ``make[1]: Nothing to be done``
+    (MAKELEVEL is inherited), not what a reader sees; CI failed on exactly that."""
+    monkeypatch.setenv("MAKELEVEL", "1")
+    monkeypatch.setenv("MAKEFLAGS", "-j2 --jobserver-auth=3,4")
+    env = _reader_env(tmp_path)
+    assert not set(MAKE_VARIABLES) & set(env)
+    assert env["PATH"].startswith(str(tmp_path / ".venv" / "bin"))
+    if shutil.which("make"):
+        (tmp_path / "Makefile").write_text("install:\n\t@true\n.PHONY: install\nall:\n")
+        said = subprocess.run(["make", "all"], cwd=tmp_path, env=env, capture_output=True, text=True).stdout
+        assert said.startswith("make: "), said
+
+
 SERVER_FUNCTIONS = r"""
 __servers=()
 __stop_serve() { if [ -n "${__serve:-}" ]; then kill "$__serve" 2>/dev/null || true; wait "$__serve" 2>/dev/null || true; __serve=; fi; }
@@ -277,9 +305,7 @@ def test_docs_session_runs_as_written(session, tmp_path):
     for name, content in FILES.items():
         (work / name).write_text(content)
     parts = [SERVER_FUNCTIONS] + [f"echo; echo '=== {b.where()}'\n{_script(b, run, i, work)}" for i, (b, run) in enumerate(chosen)]
-    env = {**os.environ, **SMALL, "PATH": f"{work / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONUNBUFFERED": "1"}
-    env.pop("VIRTUAL_ENV", None)
+    env = _reader_env(work)
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(parts)], cwd=work, env=env,
                           capture_output=True, text=True, timeout=1500)
     logs = "".join(f"\n--- {p.name}\n{p.read_text()[-3000:]}" for p in work.glob("*.log"))
