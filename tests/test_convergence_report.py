@@ -138,3 +138,20 @@ def test_the_chain_report_draws_the_positive_control_and_the_estimators(tmp_path
     assert all(f"| {label} | 2 |" in text for label, *_ in chain_study.ROWS[1:])
     for stem in ("control", "estimators"):
         assert (tmp_path / f"{stem}-chain.png").stat().st_size > 5000
+
+
+def test_the_steps_ratio_interval_is_paired_by_seed():
+    """GRPO's steps over the row's, resampled by seed: where every seed's pair has the same ratio
+    (20/10, 30/15, 40/20, 50/25: 2.0 each) every paired draw is 2.0, so the interval is the point
+    [2.0, 2.0]; resampling the rows independently (what the report did before) spreads it wide.
+    A seed only one row ran is left out."""
+    from benchmarks.convergence import _speedup
+    from botgrpo.compare import stats
+
+    steps = {"grpo": {0: 20, 1: 30, 2: 40, 3: 50, 9: 5}, "row": {0: 10, 1: 15, 2: 20, 3: 25}}
+    groups = {label: [{"seed": seed, "evals": curve((0, 0.1), (n, 0.9))} for seed, n in by_seed.items()]
+              for label, by_seed in steps.items()}
+    est, low, high = _speedup(groups, "row", 0.6, FULL)
+    assert (est, low, high) == pytest.approx((2.0, 2.0, 2.0))
+    _, low_unpaired, high_unpaired = stats.ratio_ci([20, 30, 40, 50], [10, 15, 20, 25])
+    assert high_unpaired - low_unpaired > 1.0
