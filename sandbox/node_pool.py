@@ -57,6 +57,10 @@ DEFAULT_RENDER_TIMEOUT_MS = 1000
 #: A tsgo or oxlint run in the worker is timed in CPU time, with a wall-clock backstop WALL_FACTOR
 #: times its budget (sandbox/node/lib/cpu-budget.mjs): the dispatcher waits that long for a run the
 #: worker times itself before it takes the worker for stuck.
+#: How many times a run's own wall-clock backstop the dispatcher waits for the worker's answer: the
+#: worker's timer and its answer both run late on a loaded machine (a backstop of 2.25 s ran past
+#: a 1 s margin at load 7 on 2 cores), and only a worker silent well past its own backstop is stuck.
+ANSWER_SLACK = 2.0
 
 
 class NodePool:
@@ -250,9 +254,9 @@ class NodePool:
         if level == "render":
             budget_s = float((extra.get("render") or {}).get("timeout_ms") or DEFAULT_RENDER_TIMEOUT_MS) / 1000 + 1.0
         elif level == "typecheck":
-            budget_s = self.run_backstop_s  # its own tsgo run, after its batch's (a suspect, a timeout)
+            budget_s = ANSWER_SLACK * self.run_backstop_s  # its own tsgo run, after its batch's (a suspect, a timeout)
         if extra.get("lint") in (True, "oxlint"):
-            budget_s += 1.5 * self.run_backstop_s  # its batch's oxlint run, then its own at half (lib/oxlint.mjs)
+            budget_s += ANSWER_SLACK * 1.5 * self.run_backstop_s  # its batch's oxlint run, then its own at half (lib/oxlint.mjs)
         return budget_s
 
     def _enqueue(self, job: Job) -> None:
