@@ -23,9 +23,10 @@ Per (mode, N): rollouts/s and requests/s over the cell's wall time (first reques
 response); p50/p99 latency of a request (to its last result line) and of a rollout (to its own
 line); CPU milliseconds per rollout of the server's process tree, the workers' trees (compilers,
 tsgo and the math pool are inside them), redis-server and this client process, from /proc and
-``getrusage`` before and after the cell; errors: non-2xx answers, results with ``error`` set, ids
-missing or repeated, exceptions (all must be 0; each is printed). Then each kind's request
-latency, which shows whether one kind starves another.
+``getrusage`` before and after the cell, also by process name (where the CPU goes); errors:
+non-2xx answers, results with ``error`` set, ids missing or repeated, exceptions (all must be 0;
+each is printed, and the exit status is then 1). Then each kind's request latency, which shows
+whether one kind starves another.
 """
 from __future__ import annotations
 
@@ -337,4 +338,4 @@ def main(argv: list[str] | None = None) -> list[Cell]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(1 if any(c.errors for c in main()) else 0)
