@@ -5,6 +5,7 @@ processes talking HTTP and Redis, killable with any signal.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -22,6 +23,46 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (field 3, the state, first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``, from /proc's parent links."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                children.setdefault(int(_stat_fields(int(entry))[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def tree_cpu_by_name(pid: int) -> dict[str, float]:
+    """CPU seconds used by ``pid`` (as ``"root"``) and each live process below it, summed by
+    command name (``/proc/PID/comm``: ``node``, ``tsc``, ...), user + system (/proc fields 14-15);
+    the reaped children's time of them all (fields 16-17) as ``"exited"``."""
+    ticks: dict[str, int] = {}
+    for each in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError, IndexError):
+            fields = _stat_fields(each)
+            name = "root" if each == pid else Path(f"/proc/{each}/comm").read_text().strip()
+            ticks[name] = ticks.get(name, 0) + int(fields[11]) + int(fields[12])
+            ticks["exited"] = ticks.get("exited", 0) + int(fields[13]) + int(fields[14])
+    return {name: t / os.sysconf("SC_CLK_TCK") for name, t in ticks.items()}
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used by ``pid`` and everything below it, reaped children included (user +
+    system, /proc fields 14-17): what a process tree computed, however busy the machine was."""
+    return sum(tree_cpu_by_name(pid).values())
 
 
 def clean_env(extra: dict[str, str]) -> dict[str, str]:
@@ -65,19 +106,20 @@ def botgrpo(args: list[str], env: dict[str, str], log_path: Path) -> Process:
 
 
 class Server(Process):
-    """``botgrpo serve`` on a free port, returned once ``/readyz`` answers 200. ``tree``: serve the
+    """``botgrpo serve`` on a free port (plus ``args``), returned once ``/readyz`` answers 200. ``tree``: serve the
     code of another checkout (run from it, first on ``PYTHONPATH``, by its own ``.venv`` where it
     has one: this interpreter's editable install would map ``botgrpo`` back onto this tree's
     folders whatever ``PYTHONPATH`` says), e.g. for before/after numbers."""
 
     def __init__(self, log_dir: Path, env: Optional[dict[str, str]] = None, timeout_s: float = 90.0,
-                 tree: Optional[Path] = None):
+                 tree: Optional[Path] = None, args: tuple[str, ...] = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**(env or {}), **({"PYTHONPATH": str(tree)} if tree else {})}
         python = Path(tree) / ".venv" / "bin" / "python" if tree else None
         python = str(python) if python is not None and python.exists() else sys.executable
-        super().__init__([python, "-m", "botgrpo.cli", "serve", "--port", str(self.port)], clean_env(env),
+        super().__init__([python, "-m", "botgrpo.cli", "serve", "--port", str(self.port), *args],
+                         clean_env(env),
                          Path(log_dir) / f"server-{self.port}.log", cwd=tree)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
