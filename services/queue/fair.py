@@ -25,7 +25,8 @@ connections. The rules:
   results) is skipped and keeps its place; it costs no worker time until it is ready again.
 
 So a client waits for at most one take of each other waiting client, however many requests they
-send, and nothing is kept of a client that waits no more. The Redis back end applies the same rules in Redis (:mod:`.redis_streams`).
+send, and nothing is kept of a client that waits no more. The Redis back end applies the same
+rules in Redis (:mod:`.redis_streams`) but one: it keeps the cost per client, not per request.
 """
 from __future__ import annotations
 
