@@ -1,0 +1,108 @@
+"""Where a pool's CPU goes per file: ``python -m benchmarks.pool_profile [--files 400] [--warmup 300]``.
+
+Two views, both in CPU milliseconds per file (not wall time, so a loaded machine stretches the
+wall clock but hardly the table; the shares are what to read):
+
+* pool: a warm :class:`NodePool` of 2 workers with every isolation layer compiles ``--files``
+  benchmark components (``benchmarks.compile_throughput.component``) per mode; the CPU of this
+  Python process (submit, dispatcher threads, JSON, pipes: ``time.process_time``) and of each
+  process in the workers' process groups (``/proc``: the Node worker, esbuild's Go service, the
+  oxlint host, bwrap) is read before and after.
+* stages: one unsandboxed Node process runs each stage of the worker on the same files, one file
+  at a time after a warm-up (``benchmarks/pool_profile.mjs``), with its own CPU
+  (``process.cpuUsage``) and its children's (esbuild's service) from ``/proc``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from benchmarks.compile_throughput import component
+from botgrpo.sandbox.launcher import NODE_DIR
+from botgrpo.sandbox.node_pool import NodePool
+
+TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
+STAGES_SCRIPT = Path(__file__).with_name("pool_profile.mjs")
+#: (label, level, lint) of each pool mode measured.
+MODES = (("syntax", "syntax", False), ("syntax + oxlint", "syntax", "oxlint"), ("build", "build", False))
+
+
+def process_kind(pid: int) -> str:
+    """A worker-group process by what it runs: node worker, oxlint host, esbuild, bwrap, ..."""
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    if "oxlint-host" in cmdline:
+        return "oxlint host (node + Rust)"
+    if comm == "node":
+        return "node worker"
+    return comm
+
+
+def group_ticks(groups: set[int]) -> dict[int, tuple[str, int]]:
+    """pid -> (kind, utime + stime + reaped children's ticks) for processes in ``groups``."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) in groups:
+            out[int(entry)] = (process_kind(int(entry)), sum(int(x) for x in fields[11:15]))
+    return out
+
+
+def pool_mode(pool: NodePool, codes: list[str], level: str, lint, warmup: int) -> dict[str, float]:
+    """CPU ms per file of each process kind for one mode, and the wall rate."""
+    pool.compile_many([component(200_000 + i) for i in range(warmup * pool.size)], level=level, lint=lint)
+    groups = set(pool.worker_pids())
+    before, py0, t0 = group_ticks(groups), time.process_time(), time.perf_counter()
+    results = pool.compile_many(codes, level=level, lint=lint)
+    wall, py1, after = time.perf_counter() - t0, time.process_time(), group_ticks(groups)
+    assert all(r.ok for r in results)
+    per_kind: dict[str, float] = {"python (pool, dispatchers, JSON, pipes)": (py1 - py0) * 1000 / len(codes)}
+    for pid, (kind, ticks) in after.items():
+        spent = ticks - before.get(pid, (kind, 0))[1]
+        per_kind[kind] = per_kind.get(kind, 0.0) + spent * TICK_MS / len(codes)
+    per_kind["files/s (wall)"] = len(codes) / wall
+    return per_kind
+
+
+def node_stages(files: int) -> str:
+    """The stage table of benchmarks/pool_profile.mjs (run in sandbox/node, unsandboxed)."""
+    codes = json.dumps([component(i) for i in range(files)])
+    return subprocess.run(["node", str(STAGES_SCRIPT)], input=codes, capture_output=True, text=True,
+                          cwd=NODE_DIR, check=True).stdout
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--files", type=int, default=400)
+    p.add_argument("--warmup", type=int, default=300, help="warm-up files per worker before each mode")
+    args = p.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
+    codes = [component(i) for i in range(args.files)]
+    with NodePool(size=2) as pool:
+        print(f"pool of 2 workers, layers: {', '.join(sorted(pool.active_layers()))}")
+        for label, level, lint in MODES:
+            row = pool_mode(pool, codes, level, lint, args.warmup)
+            rate = row.pop("files/s (wall)")
+            total = sum(row.values())
+            print(f"\n## pool, {label}: {rate:.0f} files/s wall, {total:.2f} ms CPU a file in all")
+            for kind, ms in sorted(row.items(), key=lambda kv: -kv[1]):
+                print(f"  {kind:42s} {ms:6.3f} ms/file  {ms / total:5.1%}")
+    print("\n## stages in one Node process (ms CPU a file; wall is stretched by the load)")
+    print(node_stages(args.files), end="")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
