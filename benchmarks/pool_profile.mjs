@@ -1,8 +1,9 @@
 // Stage costs of the compile worker, one file at a time in this (unsandboxed) Node process:
 // reads a JSON list of files on stdin, prints "stage  wall ms  node CPU ms  child CPU ms" a file.
-// Child CPU is esbuild's Go service (a child process), read from /proc. Run by benchmarks/pool_profile.py.
+// Node CPU includes the oxc thread's (one process); child CPU is esbuild's Go service (a child process), read from /proc. Run by benchmarks/pool_profile.py.
 import fs from "node:fs";
 import { checkSyntax } from "../sandbox/node/lib/syntax.mjs";
+import { OxcSyntax } from "../sandbox/node/lib/oxc-syntax.mjs";
 import { parseTsx, summarize } from "../sandbox/node/lib/summary.mjs";
 import { reachability } from "../sandbox/node/lib/reach.mjs";
 import { lineStarts } from "../sandbox/node/lib/positions.mjs";
@@ -37,7 +38,9 @@ async function stage(name, fn) {
 
 const parsed = codes.map(parseTsx);
 const summary = summarize(parsed[0]);
+const oxc = new OxcSyntax();
 await stage("syntax check: esbuild transform", (code) => checkSyntax(code));
+await stage("syntax check: oxc-parser on its thread", (code) => oxc.clean(code));
 await stage("TypeScript parse (parseTsx)", (code) => parseTsx(code));
 await stage("summary with reachability (summarize)", (_, i) => summarize(parsed[i % parsed.length]));
 await stage("  of which reachability (reach.mjs)", (_, i) => reachability(parsed[i % parsed.length]));

@@ -7,7 +7,8 @@ wall clock but hardly the table; the shares are what to read):
   benchmark components (``benchmarks.compile_throughput.component``) per mode; the CPU of this
   Python process (submit, dispatcher threads, JSON, pipes: ``time.process_time``) and of each
   process in the workers' process groups (``/proc``: the Node worker, esbuild's Go service, the
-  oxlint host, bwrap) is read before and after.
+  oxlint host, bwrap) is read before and after; level ``syntax`` by oxc's path and by esbuild's
+  (``NodePool(syntax_engine=...)``).
 * stages: one unsandboxed Node process runs each stage of the worker on the same files, one file
   at a time after a warm-up (``benchmarks/pool_profile.mjs``), with its own CPU
   (``process.cpuUsage``) and its children's (esbuild's service) from ``/proc``.
@@ -27,8 +28,11 @@ from botgrpo.sandbox.node_pool import NodePool
 
 TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 STAGES_SCRIPT = Path(__file__).with_name("pool_profile.mjs")
-#: (label, level, lint) of each pool mode measured.
-MODES = (("syntax", "syntax", False), ("syntax + oxlint", "syntax", "oxlint"), ("build", "build", False))
+#: (label, level, lint, syntax engine) of each pool mode measured: oxc's path (the default) and
+#: esbuild's transform on every file (the path before) for the syntax level.
+MODES = (("syntax, oxc path", "syntax", False, "oxc"), ("syntax, esbuild path", "syntax", False, "esbuild"),
+         ("syntax + oxlint, oxc path", "syntax", "oxlint", "oxc"),
+         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild"), ("build", "build", False, "oxc"))
 
 
 def process_kind(pid: int) -> str:
@@ -90,10 +94,11 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     codes = [component(i) for i in range(args.files)]
-    with NodePool(size=2) as pool:
-        print(f"pool of 2 workers, layers: {', '.join(sorted(pool.active_layers()))}")
-        for label, level, lint in MODES:
-            row = pool_mode(pool, codes, level, lint, args.warmup)
+    with NodePool(size=2, syntax_engine="oxc") as oxc, NodePool(size=2, syntax_engine="esbuild") as esbuild:
+        pools = {"oxc": oxc, "esbuild": esbuild}
+        print(f"pools of 2 workers, layers: {', '.join(sorted(oxc.active_layers()))}")
+        for label, level, lint, engine in MODES:
+            row = pool_mode(pools[engine], codes, level, lint, args.warmup)
             rate = row.pop("files/s (wall)")
             total = sum(row.values())
             print(f"\n## pool, {label}: {rate:.0f} files/s wall, {total:.2f} ms CPU a file in all")
