@@ -12,13 +12,20 @@ wall clock but hardly the table; the shares are what to read):
 * stages: one unsandboxed Node process runs each stage of the worker on the same files, one file
   at a time after a warm-up (``benchmarks/pool_profile.mjs``), with its own CPU
   (``process.cpuUsage``) and its children's (esbuild's service) from ``/proc``.
+* functions (``--cpu-prof N``): one unsandboxed worker (``sandbox/node/worker.mjs`` under
+  ``node --cpu-prof``) answers N ``syntax`` + oxlint requests in batches of 32 as the dispatcher
+  sends them; V8's sampled profile is summed per function (self and inclusive ms a file, start-up
+  included but amortised over N), for the main thread and the oxc thread. Samples are wall-clock
+  ticks of a running thread, so a loaded machine inflates them: read the shares.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -87,10 +94,66 @@ def node_stages(files: int) -> str:
                           cwd=NODE_DIR, check=True).stdout
 
 
+def profile_worker(files: int, engine: str, out_dir: Path) -> float:
+    """Run one unsandboxed worker under ``node --cpu-prof`` over ``files`` syntax+oxlint requests;
+    return its files/s (the profiles land in ``out_dir``)."""
+    env = dict(os.environ, BOTGRPO_SYNTAX_ENGINE=engine)
+    proc = subprocess.Popen(["node", "--stack-size=3000", "--max-semi-space-size=32", "--cpu-prof",
+                             f"--cpu-prof-dir={out_dir}", "worker.mjs"], cwd=NODE_DIR, env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert json.loads(proc.stdout.readline())["id"] == "__ready__"
+    started = time.perf_counter()
+    for first in range(0, files, 32):
+        batch = range(first, min(files, first + 32))
+        for i in batch:
+            proc.stdin.write(json.dumps({"id": str(i), "code": component(i), "level": "syntax", "allow": [],
+                                         "lint": "oxlint"}) + "\n")
+        proc.stdin.flush()
+        for _ in batch:
+            assert json.loads(proc.stdout.readline())["ok"]
+    rate = files / (time.perf_counter() - started)
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    return rate
+
+
+def profile_table(path: Path, files: int, top: int = 22) -> list[str]:
+    """Self and inclusive sampled ms a file per function of one .cpuprofile."""
+    profile = json.loads(path.read_text())
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    parent = {child: n["id"] for n in profile["nodes"] for child in n.get("children", [])}
+    ticks: collections.Counter[int] = collections.Counter()
+    for sample, delta in zip(profile["samples"], profile["timeDeltas"]):
+        ticks[sample] += delta
+    name = lambda nid: (lambda f: f"{f['functionName'] or '(anonymous)'} {f['url'].rsplit('/', 1)[-1]}")(nodes[nid]["callFrame"])  # noqa: E731
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    for nid, us in ticks.items():
+        own[name(nid)] += us
+        seen, cur = set(), nid
+        while cur is not None:
+            if name(cur) not in seen:
+                inclusive[name(cur)] += us
+                seen.add(name(cur))
+            cur = parent.get(cur)
+    total = sum(ticks.values())
+    idle = own.get("(idle) ", 0)
+    lines = [f"    sampled {total / 1000 / files:.3f} ms a file, of which idle {idle / 1000 / files:.3f}"]
+    for label, counter in (("self", own), ("inclusive", inclusive)):
+        lines.append(f"    -- {label} (ms a file, share of the non-idle samples)")
+        for key, us in counter.most_common(top + 2):
+            if key.startswith("(root)") or key.startswith("(idle)"):
+                continue
+            lines.append(f"    {us / 1000 / files:7.3f}  {us / max(1, total - idle):6.1%}  {key}")
+    return lines
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--files", type=int, default=400)
     p.add_argument("--warmup", type=int, default=300, help="warm-up files per worker before each mode")
+    p.add_argument("--cpu-prof", type=int, default=0, metavar="N",
+                   help="also profile one unsandboxed worker over N syntax+oxlint files, per engine")
     args = p.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     codes = [component(i) for i in range(args.files)]
@@ -106,6 +169,13 @@ def main(argv=None) -> None:
                 print(f"  {kind:42s} {ms:6.3f} ms/file  {ms / total:5.1%}")
     print("\n## stages in one Node process (ms CPU a file; wall is stretched by the load)")
     print(node_stages(args.files), end="")
+    for engine in ("oxc", "esbuild") if args.cpu_prof else ():
+        with tempfile.TemporaryDirectory(prefix="botgrpo-cpuprof-") as out:
+            rate = profile_worker(args.cpu_prof, engine, Path(out))
+            print(f"\n## functions, one unsandboxed worker, syntax + oxlint, {engine} path ({rate:.0f} files/s)")
+            for path in sorted(Path(out).glob("*.cpuprofile")):  # the main thread first, then the oxc thread
+                print(f"  {'main thread' if path.name.endswith('.001.cpuprofile') else 'oxc thread'}:")
+                print("\n".join(profile_table(path, args.cpu_prof)))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
