@@ -11,7 +11,8 @@ from botgrpo.sandbox.launcher import NODE_DIR, build_launch, node_binary
 
 INSTALL_HINT = "run `npm ci --prefix sandbox/node` (needs Node.js >= 18 on PATH)"
 _REQUIRED_MODULES = ("esbuild", "typescript", "tsgo", "@types/react", "react", "react-dom", "eslint",
-                     "eslint-plugin-react", "eslint-plugin-react-hooks", "@typescript-eslint/parser", "oxlint")
+                     "eslint-plugin-react", "eslint-plugin-react-hooks", "@typescript-eslint/parser", "oxlint",
+                     "oxc-parser")
 
 
 def require_node_toolchain() -> None:

@@ -31,7 +31,7 @@ import { lintDirectiveViolations, policyViolations } from "./lib/policy.mjs";
 import { lineStarts, makeDiagnostic } from "./lib/positions.mjs";
 import { redactPaths, sanitize } from "./lib/sanitize.mjs";
 import { parseErrors, parseTsx, summarize } from "./lib/summary.mjs";
-import { checkSyntax } from "./lib/syntax.mjs";
+import { checkSyntax, SYNTAX_ENGINES, syntaxSelfTest } from "./lib/syntax.mjs";
 import { MAX_DIAGNOSTICS_PER_FILE, TypecheckBatcher } from "./lib/typecheck.mjs";
 import { lintFile } from "./lib/lint.mjs";
 import { OxlintBatcher } from "./lib/oxlint.mjs";
@@ -44,6 +44,7 @@ for (const method of ["log", "info", "warn", "error", "debug", "trace"]) {
   console[method] = (...args) => { process.stderr.write(`${args.map(String).join(" ").slice(0, 2000)}\n`); };
 }
 const LEVELS = ["syntax", "build", "typecheck", "render"];
+const SYNTAX_ENGINE = process.env.BOTGRPO_SYNTAX_ENGINE || "oxc";  // lib/syntax.mjs SYNTAX_ENGINES
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodeModules = path.join(here, "node_modules");
@@ -207,11 +208,13 @@ async function compileLevel(code, level, allow, request) {
   }
 }
 
-/** Syntax (esbuild transform) or build (esbuild bundle) check, then the structural summary. */
+/** Syntax (lib/syntax.mjs) or build (esbuild bundle) check, then the structural summary. */
 async function compileUntyped(code, level, allow) {
-  const diagnostics = level === "syntax" ? await checkSyntax(code) : await checkBuild(code, allow);
+  const checked = level === "syntax" ? await SYNTAX_ENGINES[SYNTAX_ENGINE](code)
+    : { diagnostics: await checkBuild(code, allow), sourceFile: null };
+  const { diagnostics } = checked;
   if (diagnostics.length > 0) return { response: { ok: false, diagnostics, summary: {} }, sourceFile: null };
-  const sourceFile = parseTsx(code);
+  const sourceFile = checked.sourceFile ?? parseTsx(code);
   if (level !== "syntax") {
     const starts = lineStarts(code);
     const missing = libraryImportErrors(sourceFile, allow).map(([s, e, m]) => makeDiagnostic(starts, s, e, m));
@@ -278,6 +281,7 @@ async function selfTest() {
   const syntax = await checkSyntax(probe);
   const build = await checkBuild(probe, []);
   if (syntax.length > 0 || build.length > 0) throw new Error("esbuild rejected the probe file");
+  await syntaxSelfTest(SYNTAX_ENGINE, probe);
   await batcher.selfTest();
   await oxlint.selfTest();
 }

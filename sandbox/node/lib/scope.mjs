@@ -225,6 +225,22 @@ function hoistedVars(sf) {
   return hoisted;
 }
 
+/** The node kinds declaredIn() can find declarations in (for any other kind it returns none):
+ * skipping the rest saves its tests on every node of the walk. */
+const SCOPE_KINDS = new Set([
+  ts.SyntaxKind.SourceFile, ts.SyntaxKind.Block, ts.SyntaxKind.ModuleBlock, ts.SyntaxKind.CaseBlock,
+  ts.SyntaxKind.FunctionDeclaration, ts.SyntaxKind.FunctionExpression, ts.SyntaxKind.ArrowFunction,
+  ts.SyntaxKind.MethodDeclaration, ts.SyntaxKind.Constructor, ts.SyntaxKind.GetAccessor, ts.SyntaxKind.SetAccessor,
+  ts.SyntaxKind.ClassStaticBlockDeclaration, ts.SyntaxKind.ClassExpression, ts.SyntaxKind.ForStatement,
+  ts.SyntaxKind.ForInStatement, ts.SyntaxKind.ForOfStatement, ts.SyntaxKind.CatchClause,
+]);
+const NONE = Object.freeze([]);
+/** Children of the walk's current node (a shared buffer: the walk pushes them, then truncates it). */
+const children = [];
+const collectChild = (child) => {
+  if (!ts.isTypeNode(child) && !ts.isInterfaceDeclaration(child) && !ts.isTypeAliasDeclaration(child)) children.push(child);
+};
+
 const analyses = new WeakMap();
 const resolved = new WeakMap();  // every use of a name in an analysed file -> its Binding, or null (a global)
 const declaring = new WeakMap();  // every declaring identifier -> its Binding
@@ -249,7 +265,8 @@ export function scopesOf(sf) {
       declaredAt.delete(node);
       continue;
     }
-    const declared = declaredIn(node, hoisted).map(([id, kind, d, index]) => new Binding(id.text, kind, id, d, index));
+    const declared = SCOPE_KINDS.has(node.kind)
+      ? declaredIn(node, hoisted).map(([id, kind, d, index]) => new Binding(id.text, kind, id, d, index)) : NONE;
     if (declared.length > 0) {
       for (const b of declared) {
         bindings.push(b);
@@ -267,11 +284,10 @@ export function scopesOf(sf) {
       resolved.set(node, binding);
       if (binding) (isWriteTarget(node) ? binding.writes : binding.reads).push(node);
     }
-    const children = [];
-    ts.forEachChild(node, (child) => {
-      if (!ts.isTypeNode(child) && !ts.isInterfaceDeclaration(child) && !ts.isTypeAliasDeclaration(child)) children.push(child);
-    });
-    for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], false]);
+    const first = children.length;
+    ts.forEachChild(node, collectChild);
+    for (let i = children.length - 1; i >= first; i--) stack.push([children[i], false]);
+    children.length = first;
   }
   analysis = { bindings, usesEval };
   analyses.set(sf, analysis);

@@ -1,0 +1,183 @@
+"""Where a pool's CPU goes per file: ``python -m benchmarks.pool_profile [--files 400] [--warmup 300]``.
+
+Two views, both in CPU milliseconds per file (not wall time, so a loaded machine stretches the
+wall clock but hardly the table; the shares are what to read):
+
+* pool: a warm :class:`NodePool` of 2 workers with every isolation layer compiles ``--files``
+  benchmark components (``benchmarks.compile_throughput.component``) per mode; the CPU of this
+  Python process (submit, dispatcher threads, JSON, pipes: ``time.process_time``) and of each
+  process in the workers' process groups (``/proc``: the Node worker, esbuild's Go service, the
+  oxlint host, bwrap) is read before and after; level ``syntax`` by oxc's path and by esbuild's
+  (``NodePool(syntax_engine=...)``).
+* stages: one unsandboxed Node process runs each stage of the worker on the same files, one file
+  at a time after a warm-up (``benchmarks/pool_profile.mjs``), with its own CPU
+  (``process.cpuUsage``) and its children's (esbuild's service) from ``/proc``.
+* functions (``--cpu-prof N``): one unsandboxed worker (``sandbox/node/worker.mjs`` under
+  ``node --cpu-prof``) answers N ``syntax`` + oxlint requests in batches of 32 as the dispatcher
+  sends them; V8's sampled profile is summed per function (self and inclusive ms a file, start-up
+  included but amortised over N), for the main thread and the oxc thread. Samples are wall-clock
+  ticks of a running thread, so a loaded machine inflates them: read the shares.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.compile_throughput import component
+from botgrpo.sandbox.launcher import NODE_DIR
+from botgrpo.sandbox.node_pool import NodePool
+
+TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
+STAGES_SCRIPT = Path(__file__).with_name("pool_profile.mjs")
+#: (label, level, lint, syntax engine) of each pool mode measured: oxc's path (the default) and
+#: esbuild's transform on every file (the path before) for the syntax level.
+MODES = (("syntax, oxc path", "syntax", False, "oxc"), ("syntax, esbuild path", "syntax", False, "esbuild"),
+         ("syntax + oxlint, oxc path", "syntax", "oxlint", "oxc"),
+         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild"), ("build", "build", False, "oxc"))
+
+
+def process_kind(pid: int) -> str:
+    """A worker-group process by what it runs: node worker, oxlint host, esbuild, bwrap, ..."""
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    if "oxlint-host" in cmdline:
+        return "oxlint host (node + Rust)"
+    if comm == "node":
+        return "node worker"
+    return comm
+
+
+def group_ticks(groups: set[int]) -> dict[int, tuple[str, int]]:
+    """pid -> (kind, utime + stime + reaped children's ticks) for processes in ``groups``."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) in groups:
+            out[int(entry)] = (process_kind(int(entry)), sum(int(x) for x in fields[11:15]))
+    return out
+
+
+def pool_mode(pool: NodePool, codes: list[str], level: str, lint, warmup: int) -> dict[str, float]:
+    """CPU ms per file of each process kind for one mode, and the wall rate."""
+    pool.compile_many([component(200_000 + i) for i in range(warmup * pool.size)], level=level, lint=lint)
+    groups = set(pool.worker_pids())
+    before, py0, t0 = group_ticks(groups), time.process_time(), time.perf_counter()
+    results = pool.compile_many(codes, level=level, lint=lint)
+    wall, py1, after = time.perf_counter() - t0, time.process_time(), group_ticks(groups)
+    assert all(r.ok for r in results)
+    per_kind: dict[str, float] = {"python (pool, dispatchers, JSON, pipes)": (py1 - py0) * 1000 / len(codes)}
+    for pid, (kind, ticks) in after.items():
+        spent = ticks - before.get(pid, (kind, 0))[1]
+        per_kind[kind] = per_kind.get(kind, 0.0) + spent * TICK_MS / len(codes)
+    per_kind["files/s (wall)"] = len(codes) / wall
+    return per_kind
+
+
+def node_stages(files: int) -> str:
+    """The stage table of benchmarks/pool_profile.mjs (run in sandbox/node, unsandboxed)."""
+    codes = json.dumps([component(i) for i in range(files)])
+    return subprocess.run(["node", str(STAGES_SCRIPT)], input=codes, capture_output=True, text=True,
+                          cwd=NODE_DIR, check=True).stdout
+
+
+def profile_worker(files: int, engine: str, out_dir: Path) -> float:
+    """Run one unsandboxed worker under ``node --cpu-prof`` over ``files`` syntax+oxlint requests;
+    return its files/s (the profiles land in ``out_dir``)."""
+    env = dict(os.environ, BOTGRPO_SYNTAX_ENGINE=engine)
+    proc = subprocess.Popen(["node", "--stack-size=3000", "--max-semi-space-size=32", "--cpu-prof",
+                             f"--cpu-prof-dir={out_dir}", "worker.mjs"], cwd=NODE_DIR, env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert json.loads(proc.stdout.readline())["id"] == "__ready__"
+    started = time.perf_counter()
+    for first in range(0, files, 32):
+        batch = range(first, min(files, first + 32))
+        for i in batch:
+            proc.stdin.write(json.dumps({"id": str(i), "code": component(i), "level": "syntax", "allow": [],
+                                         "lint": "oxlint"}) + "\n")
+        proc.stdin.flush()
+        for _ in batch:
+            assert json.loads(proc.stdout.readline())["ok"]
+    rate = files / (time.perf_counter() - started)
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    return rate
+
+
+def profile_table(path: Path, files: int, top: int = 22) -> list[str]:
+    """Self and inclusive sampled ms a file per function of one .cpuprofile."""
+    profile = json.loads(path.read_text())
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    parent = {child: n["id"] for n in profile["nodes"] for child in n.get("children", [])}
+    ticks: collections.Counter[int] = collections.Counter()
+    for sample, delta in zip(profile["samples"], profile["timeDeltas"]):
+        ticks[sample] += delta
+    name = lambda nid: (lambda f: f"{f['functionName'] or '(anonymous)'} {f['url'].rsplit('/', 1)[-1]}")(nodes[nid]["callFrame"])  # noqa: E731
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    for nid, us in ticks.items():
+        own[name(nid)] += us
+        seen, cur = set(), nid
+        while cur is not None:
+            if name(cur) not in seen:
+                inclusive[name(cur)] += us
+                seen.add(name(cur))
+            cur = parent.get(cur)
+    total = sum(ticks.values())
+    idle = own.get("(idle) ", 0)
+    lines = [f"    sampled {total / 1000 / files:.3f} ms a file, of which idle {idle / 1000 / files:.3f}"]
+    for label, counter in (("self", own), ("inclusive", inclusive)):
+        lines.append(f"    -- {label} (ms a file, share of the non-idle samples)")
+        for key, us in counter.most_common(top + 2):
+            if key.startswith("(root)") or key.startswith("(idle)"):
+                continue
+            lines.append(f"    {us / 1000 / files:7.3f}  {us / max(1, total - idle):6.1%}  {key}")
+    return lines
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--files", type=int, default=400)
+    p.add_argument("--warmup", type=int, default=300, help="warm-up files per worker before each mode")
+    p.add_argument("--cpu-prof", type=int, default=0, metavar="N",
+                   help="also profile one unsandboxed worker over N syntax+oxlint files, per engine")
+    args = p.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
+    codes = [component(i) for i in range(args.files)]
+    with NodePool(size=2, syntax_engine="oxc") as oxc, NodePool(size=2, syntax_engine="esbuild") as esbuild:
+        pools = {"oxc": oxc, "esbuild": esbuild}
+        print(f"pools of 2 workers, layers: {', '.join(sorted(oxc.active_layers()))}")
+        for label, level, lint, engine in MODES:
+            row = pool_mode(pools[engine], codes, level, lint, args.warmup)
+            rate = row.pop("files/s (wall)")
+            total = sum(row.values())
+            print(f"\n## pool, {label}: {rate:.0f} files/s wall, {total:.2f} ms CPU a file in all")
+            for kind, ms in sorted(row.items(), key=lambda kv: -kv[1]):
+                print(f"  {kind:42s} {ms:6.3f} ms/file  {ms / total:5.1%}")
+    print("\n## stages in one Node process (ms CPU a file; wall is stretched by the load)")
+    print(node_stages(args.files), end="")
+    for engine in ("oxc", "esbuild") if args.cpu_prof else ():
+        with tempfile.TemporaryDirectory(prefix="botgrpo-cpuprof-") as out:
+            rate = profile_worker(args.cpu_prof, engine, Path(out))
+            print(f"\n## functions, one unsandboxed worker, syntax + oxlint, {engine} path ({rate:.0f} files/s)")
+            for path in sorted(Path(out).glob("*.cpuprofile")):  # the main thread first, then the oxc thread
+                print(f"  {'main thread' if path.name.endswith('.001.cpuprofile') else 'oxc thread'}:")
+                print("\n".join(profile_table(path, args.cpu_prof)))
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
