@@ -30,7 +30,8 @@ def line_of(completion: str, position: int) -> int:
 def test_a_hand_computed_prompt_and_reference():
     task = EXAMPLE.task
     assert task.prompt == ("Start with 7. Add 5. Multiply by 3. Subtract 4. Solve it step by step, one step per "
-                           "line, starting with `7 + 5 = 12`, then put the final answer in \\boxed{}.\n")
+                           "line, starting with `7 + 5 = 12`. End with the line `The answer is \\boxed{}.` with the "
+                           "final number in the box.\n")
     assert task.reference == REFERENCE
     assert EXAMPLE.answer == 32
 
@@ -99,9 +100,12 @@ def test_the_line_exact_oracle_blames_a_numbered_layout_that_steps_accepts():
     assert line_of(NUMBERED, o.start) == 0
 
 
-def test_no_answer_is_blamed_everywhere_and_a_cut_line_is_never_blamed():
-    missing = score("7 + 5 = 12\n12 * 3 = 36", "oracle")
-    assert missing.passed is False and missing.local_default == -1.0
+def test_no_answer_an_early_stop_and_a_cut_line():
+    missing = score("Let me think about it.", "oracle")
+    assert missing.passed is False and missing.local_default == -1.0 and missing.details["reason"] == "no final answer found"
+    stopped = "7 + 5 = 12\n12 * 3 = 36"   # ended two lines in: the last number read, wrong; blamed where it stopped
+    [o] = score(stopped, "oracle").local
+    assert stopped[o.start:o.end] == "12 * 3 = 36"
     cut = score("7 + 5 = 12\n12 * 3 = 36\n36 - 4 = 3", "oracle", truncated=True)
     assert cut.passed is False and cut.local == []
 
@@ -118,3 +122,15 @@ def test_a_random_wrong_line_is_where_the_oracle_blames():
                                             MathOptions(extraction="boxed", local="oracle"))
         [span] = result.local
         assert line_of(completion, span.start) == at
+
+
+def test_a_real_smollm2_completion_that_recursed_forever_is_refused():
+    """SmolLM2 wrote this (v7 base rate, README.md); the answer's checked chain ``3 + 5 = 8`` is itself
+    the right side of an ``=`` the reader cannot check, and the guard re-read it without end."""
+    [result] = MathScorer().score_batch([Rollout("2. + 1. = 3 + 5 = 8", reference={"answer": "8"})],
+                                        MathOptions(extraction="boxed"))
+    assert result.passed is False
+    assert result.details["reason"] == "refused by guard: the answer ends an equation whose left side is not a variable"
+    [checked] = MathScorer().score_batch([Rollout("x = 3 + 5 = 8", reference={"answer": "8"})],
+                                         MathOptions(extraction="boxed"))
+    assert checked.passed is True   # a chain after a named left side still reads

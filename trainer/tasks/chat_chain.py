@@ -4,7 +4,8 @@ A prompt gives a start value and a few operations in words, and shows the first 
 layout of a line::
 
     Start with 7. Add 5. Multiply by 3. Subtract 4. Solve it step by step, one step per line,
-    starting with `7 + 5 = 12`, then put the final answer in \\boxed{}.
+    starting with `7 + 5 = 12`. End with the line `The answer is \\boxed{}.` with the final
+    number in the box.
 
 The correct working is the chain of step lines ``7 + 5 = 12``, ``12 * 3 = 36``, ``36 - 4 = 32``,
 answer 32. The reference is ``{"answer": "32", "chain": ["7 + 5 = 12", ...]}``: the ``math``
