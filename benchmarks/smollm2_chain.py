@@ -4,7 +4,7 @@ The study is a ``botgrpo compare`` protocol, ``docs/results/smollm2_chain/protoc
 module is its task code (:func:`setup`). The task is :mod:`botgrpo.trainer.tasks.chat_chain`
 (a one-shot example, then a start value and a few operations; one checked step a line), the start
 is the converted SmolLM2-135M-Instruct checkpoint (``make smollm2``), refused unless its
-fingerprint is :data:`START_FINGERPRINT` (the one the smollm2_rl study ran from).
+fingerprint is :data:`START_FINGERPRINT`.
 The base rate the difficulty was set on: ``benchmarks/smollm2_chain_base.py``,
 ``docs/results/smollm2_chain/README.md``.
 """
@@ -16,18 +16,21 @@ from botgrpo.trainer.tasks import chat_chain
 from botgrpo.trainer.tasks.chat_arith import conversation_dataset
 
 MODEL = Path.home() / ".cache" / "botgrpo" / "models" / "smollm2-135m-instruct"
-START_FINGERPRINT = "4dc202a4"   # prefix of the smollm2_rl study's start (docs/results/smollm2_rl/README.md)
+# prefix of the start this protocol was written on (`make smollm2`, 2026-12-04, transformers 5.25.0). It is not
+# the smollm2_rl study's (4dc202a4): this conversion also writes chat_template.jinja; whether the weights
+# differ was not checked (docs/results/smollm2_chain/protocol.md, "Start")
+START_FINGERPRINT = "5c4eca815b21"
 
 
 def fingerprint(model: Path) -> str:
-    """The start's fingerprint as the smollm2_rl study computed it (``conversion.json`` left out)."""
+    """The start's fingerprint as the smollm2_rl study computes it (``conversion.json`` left out)."""
     from benchmarks.smollm2_rl import fingerprint as smollm2_fingerprint
-    return smollm2_fingerprint(str(model))
+    return smollm2_fingerprint(Path(model))
 
 
 def setup(root: Path, model: str = str(MODEL), train_prompts: int = 2000, eval_prompts: int = 128,
-          min_steps: int = 3, max_steps: int = 3, max_operand: int = 10, max_factor: int = 3,
-          operators: str = "+-*") -> dict[str, object]:
+          min_steps: int = 3, max_steps: int = 3, max_operand: int = 5, max_factor: int = 3,
+          operators: str = "+-") -> dict[str, object]:
     """``botgrpo compare``'s setup hook: the chat chain prompts under ``root`` (training from draw
     seed ``chat_chain.TRAIN_SEED`` with every held-out question removed, held-out from
     ``chat_chain.EVAL_SEED``), each one user message under the model's chat template, and the

@@ -113,15 +113,15 @@ def main(argv=None) -> None:
     completions = generate(args.model, [t.prompt.strip() for t in tasks], args.samples, args.temperature,
                            args.max_new_tokens, args.seed, args.batch, args.dtype)
     seconds = time.time() - began
-    record = {"name": args.name, "difficulty": {**asdict(difficulty), "operators": "".join(difficulty.operators)},
-              "prompts": args.prompts, "samples": args.samples, "temperature": args.temperature,
-              "max_new_tokens": args.max_new_tokens, "dtype": args.dtype, "eval_seed": chat_chain.EVAL_SEED,
-              "generate_seconds": round(seconds, 1), **score(tasks, completions, args.samples)}
-    print(json.dumps(record, indent=1))
     if args.dump:
         with open(args.dump, "w") as f:
             for i, (text, cut) in enumerate(completions):
                 f.write(json.dumps({"prompt": tasks[i // args.samples].prompt, "completion": text, "cut": cut}) + "\n")
+    record = {"name": args.name, "difficulty": {**asdict(difficulty), "operators": "".join(difficulty.operators)},
+              "example_prompt": tasks[0].prompt, "prompts": args.prompts, "samples": args.samples, "temperature": args.temperature,
+              "max_new_tokens": args.max_new_tokens, "dtype": args.dtype, "eval_seed": chat_chain.EVAL_SEED,
+              "generate_seconds": round(seconds, 1), **score(tasks, completions, args.samples)}
+    print(json.dumps(record, indent=1))
     if args.out:
         path = Path(args.out)
         records = json.loads(path.read_text()) if path.exists() else []
