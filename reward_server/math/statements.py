@@ -160,7 +160,9 @@ def context_reason(completion: str, start: int, end: int) -> str | None:
         match = _LHS.search(before)
         if match is None or not _NAME_OR_TUPLE.fullmatch(match.group("lhs")):
             chain = _true_chain_ending_at(completion, line_start, line_end, end)
-            if chain is None:
+            # chain == start: the checked chain is itself the right side of an unchecked ``=``
+            # (``2. + 1. = 3 + 5 = 8``, SmolLM2): refused, where reading it again would never end
+            if chain is None or chain >= start:
                 return "the answer ends an equation whose left side is not a variable"
             return context_reason(completion, chain, end)  # ``x = 13 + 5 = 18``: the checked chain, whole
         equation_start = line_start + match.start("lhs")  # ``x = 12`` must stand alone (``x = 7 or x = 12``)
