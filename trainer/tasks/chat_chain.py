@@ -28,6 +28,7 @@ seed :data:`TRAIN_SEED`, held-out ones from :data:`EVAL_SEED` (never the same). 
 """
 from __future__ import annotations
 
+import operator
 import random
 from dataclasses import dataclass
 
@@ -84,19 +85,21 @@ class ChatChainExample:
 
     @property
     def answer(self) -> int:
-        value = self.start
-        for op, n in self.operations:
-            value = apply(op, value, n)
-        return value
+        """The chain's last result (the start itself when there is no operation)."""
+        return int(self.chain[-1].rsplit("= ", 1)[1]) if self.operations else self.start
 
     @property
     def task(self) -> Task:
         return Task(format_prompt(self.question), {"answer": str(self.answer), "chain": self.chain})
 
 
+#: ``a op b`` by operator
+APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+
+
 def apply(op: str, a: int, b: int) -> int:
     """``a op b`` for ``op`` in ``+ - *``."""
-    return a + b if op == "+" else a - b if op == "-" else a * b
+    return APPLY[op](a, b)
 
 
 def make_example(rng: random.Random, difficulty: Difficulty = Difficulty()) -> ChatChainExample:
