@@ -72,7 +72,11 @@ class ScoringService:
             getattr(scorer, "close", lambda: None)()
 
     def describe(self) -> list[dict[str, Any]]:
-        return [{"task": task, "options": scorer_class(task).Options.model_json_schema()} for task in self.tasks()]
+        """Each task's options schema, and what its scorer takes from the server's settings
+        (a scorer's optional ``describe(settings)``: the React scorers' allowed imports)."""
+        return [{"task": task, "options": scorer_class(task).Options.model_json_schema(),
+                 **getattr(scorer_class(task), "describe", lambda settings: {})(self.settings)}
+                for task in self.tasks()]
 
     # ---------------------------------------------------------------- validation
     def check(self, request: RewardRequest) -> BaseModel:

@@ -233,6 +233,9 @@ class ScorerInfo(BaseModel):
     task: str
     options: dict[str, Any] = Field(..., description="JSON schema of the task's options")
     bounds: tuple[float, float] = Field(..., description="every score lies within [low, high]")
+    allowed_imports: Optional[list[str]] = Field(
+        None, description="the modules a component may import besides React (the server's react_allow); "
+                          "null for a task that compiles no code")
 
 
 class ScorersResponse(BaseModel):

@@ -33,7 +33,7 @@ import pytest
 
 from botgrpo.processes import free_port
 from botgrpo.sandbox import isolation as iso
-from tests.rest_checks import GOOD_TSX, check_react_and_math, score
+from tests.rest_checks import GOOD_TSX, LIBRARY_PROBE, check_libraries, check_react_and_math, score
 
 ROOT = Path(__file__).resolve().parents[1]
 if not os.environ.get("BOTGRPO_REQUIRE_IMAGE"):
@@ -140,9 +140,9 @@ def in_image(env: dict, image: str, script: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def render(url: str, **options) -> httpx.Response:
+def render(url: str, completion: str = GOOD_TSX, **options) -> httpx.Response:
     body = {"task": "react", "options": {"level": "render", **options},
-            "rollouts": [{"id": "a", "completion": GOOD_TSX}]}
+            "rollouts": [{"id": "a", "completion": completion}]}
     return httpx.post(f"{url}/v1/rewards", json=body, timeout=120)
 
 
@@ -169,6 +169,8 @@ def test_a_default_container_serves_scores_and_names_what_its_sandbox_lacks(env,
         assert "install bubblewrap" not in isolation["hint"], isolation["hint"]
         report(request, f"default container: /readyz isolation hint: {isolation['hint']}")
         check_react_and_math(url)
+        with httpx.Client(base_url=url, timeout=120) as client:
+            check_libraries(client)  # the same allow-list as the checkout's server and the wheel's
         refused = render(url)
         assert refused.status_code == 422 and iso.CONTAINER_FLAGS in refused.text, refused.text
         logs = podman(env, "logs", cid)
@@ -185,6 +187,8 @@ def test_the_run_flags_of_the_hint_give_every_layer_and_render_with_a_screenshot
         assert result["passed"] is True, result
         png = base64.b64decode(result["details"]["screenshot_png"])
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+        libraries = render(url, LIBRARY_PROBE).json()["results"][0]  # every curated library runs in the container
+        assert libraries["passed"] is True, libraries["details"]
 
 
 def test_without_the_browser_the_image_is_smaller_and_screenshots_say_why(env, image, request):

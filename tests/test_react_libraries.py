@@ -26,6 +26,7 @@ from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
 from botgrpo.sandbox import isolation as iso
 from botgrpo.sandbox import libraries
 from botgrpo.sandbox.node_pool import NodePool
+from tests import rest_checks
 from tests.helpers import require_host
 from tests.node_toolchain import require_node_toolchain
 
@@ -235,6 +236,27 @@ def test_botgrpo_score_uses_the_allow_list_setting(tmp_path):
     assert verdicts[""]["passed"] is True, verdicts[""]["details"]
     assert verdicts["[clsx]"]["passed"] is False
     assert "is not allowed in this sandbox" in verdicts["[clsx]"]["details"]["errors"][0]["message"]
+
+
+def test_the_server_says_and_applies_the_curated_list(tmp_path):
+    """The same check the wheel's and the image's servers pass (tests/rest_checks.py), here on
+    the checkout's server in-process; and ``botgrpo score`` passes the same probe."""
+    from fastapi.testclient import TestClient
+
+    from botgrpo.reward_server.app import create_app
+    from botgrpo.reward_server.settings import ServerSettings
+
+    require_node_toolchain()
+    assert rest_checks.CURATED == libraries.curated()
+    with TestClient(create_app(ServerSettings())) as client:
+        rest_checks.check_libraries(client)
+    probe = tmp_path / "probe.md"
+    probe.write_text(rest_checks.LIBRARY_PROBE)
+    env = {k: v for k, v in os.environ.items() if k != "BOTGRPO_REACT_ALLOW"}
+    done = subprocess.run([sys.executable, "-m", "botgrpo.cli", "score", "--task", "react", "-o", "level=typecheck",
+                           "--json", str(probe)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1])["passed"] is True
 
 
 # ---------------------------------------------------------------- render: the same isolation

@@ -27,7 +27,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.rest_checks import check_react_and_math
+from botgrpo.sandbox.libraries import package_of
+from tests.rest_checks import CURATED, check_libraries, check_react_and_math
 
 ROOT = Path(__file__).resolve().parents[1]
 if not os.environ.get("BOTGRPO_REQUIRE_WHEEL"):
@@ -110,6 +111,8 @@ def test_base_install_then_server_extra_serves_and_scores(venv):
             time.sleep(1)
 
         check_react_and_math(url)
+        with httpx.Client(base_url=url, timeout=120) as client:
+            check_libraries(client)  # the same allow-list as the checkout's server and the image's
         page, script = httpx.get(f"{url}/inspector"), httpx.get(f"{url}/inspector/static/inspector.js")
         assert page.status_code == script.status_code == 200 and "textContent" in script.text
         assert httpx.get(f"{url}/inspector/rollouts").json()["rollouts"]  # what check_react_and_math scored
@@ -121,6 +124,6 @@ def test_base_install_then_server_extra_serves_and_scores(venv):
     assert len(cached) == 1, "the npm dependencies went into the cache folder"
     # the curated UI libraries came from the same lockfile and were bundled for rendering once
     node_modules = cached[0].parent
-    assert all((node_modules / name / "package.json").is_file() for name in ("lucide-react", "framer-motion", "recharts"))
+    assert all((node_modules / package_of(name) / "package.json").is_file() for name in CURATED)
     assert (node_modules / ".botgrpo-libraries" / "manifest.json").is_file()
     assert "installing the sandbox's npm dependencies" in (tmp / "serve.log").read_text()

@@ -91,6 +91,8 @@ class JudgeScorer:
         """A judge over a react scorer of its own, configured like the server's ``react``."""
         return cls(**ReactScorer.settings_kwargs(settings))
 
+    describe = staticmethod(ReactScorer.describe)  # the same compiler, so the same imports
+
     @property
     def client(self) -> JudgeClient:
         with self._lock:

@@ -123,6 +123,11 @@ class ReactScorer:
     def from_settings(cls, settings: Any) -> "ReactScorer":
         return cls(**cls.settings_kwargs(settings))
 
+    @staticmethod
+    def describe(settings: Any) -> dict[str, Any]:
+        """What ``GET /v1/scorers`` says of this scorer beyond its options: the imports it allows."""
+        return {"allowed_imports": list(settings.react_allow)}
+
     def warm_up(self) -> None:
         self.pool  # noqa: B018 - starting the Node pool is the point
 
