@@ -26,6 +26,7 @@ from botgrpo.reward_server.scorers.react import ReactOptions, ReactScorer
 from botgrpo.sandbox import isolation as iso
 from botgrpo.sandbox import libraries
 from botgrpo.sandbox.node_pool import NodePool
+from botgrpo.sandbox.screenshot import ScreenshotPool
 from tests import rest_checks
 from tests.helpers import require_host
 from tests.node_toolchain import require_node_toolchain
@@ -366,3 +367,17 @@ export default function Hero() {{
     result = score(render_scorer, code, "render", SPEC)
     assert result.passed and result.details["spec_passed"] is True, result.details
     assert result.score == 1.0
+
+
+def test_the_library_benchmark_runs_and_reports_every_rate():
+    """``python -m benchmarks.library_corpus`` (the numbers in docs/performance.md) still runs:
+    one round, every level's rate on both corpora, the Tailwind cost of a screenshot."""
+    require_host(not iso.render_refusal(HOST.layers), "bubblewrap with user namespaces (the render layers)")
+    require_host(ScreenshotPool.available(), "Chromium (apt-get install chromium)")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.library_corpus", "--rounds", "1"], capture_output=True,
+                          text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    for level in ("build", "typecheck", "render"):
+        assert out[level]["libraries"] > 0 and out[level]["plain"] > 0, out
+    assert out["tailwind_cost_ratio"] > 0 and all(size > 0 for size in out["css_bytes"]), out
