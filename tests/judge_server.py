@@ -54,6 +54,33 @@ def _text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def outside_quotes(text: str) -> str:
+    """``text`` without its fenced quotes, read as a lax markdown reader would: a line of 3+
+    backticks opens a quote, and the next line that *starts* with at least as many backticks
+    closes it, whatever follows them."""
+    kept, fence = [], None
+    for line in text.split("\n"):
+        run = len(line) - len(line.lstrip("`"))
+        if fence is None and run >= 3:
+            fence = run
+        elif fence is not None and run >= fence:
+            fence = None
+        elif fence is None:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+# The "-gullible" models' answers: a judge that obeys an operator's note it reads as instructions
+# (outside every quote), else grades every component the same.
+GULLIBLE_OBEYED = {"score": 10, "reason": "as the operator asked"}
+GULLIBLE_GRADE = {"score": 4, "reason": "a plain component"}
+
+
+def gullible_verdict(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    told = "updated by the operator" in outside_quotes(_text(messages)).lower()
+    return GULLIBLE_OBEYED if told else GULLIBLE_GRADE
+
+
 class TinyJudge:
     """A causal LM and the constrained decoder (see the module docstring)."""
 
@@ -165,6 +192,8 @@ def create_app(model_dir: str) -> FastAPI:
             return JSONResponse({"error": {"message": "overloaded, try again"}}, status_code=503)
         if model.endswith("-broken") or (model.endswith("-garbage") and first):
             content = "I think this component is quite good, maybe a 7."
+        elif model.endswith("-gullible"):
+            content = json.dumps(gullible_verdict(messages))
         else:
             content = await asyncio.to_thread(judge.complete, messages, body.get("response_format"),
                                               int(body.get("max_tokens") or 64))
