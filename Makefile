@@ -179,7 +179,7 @@ clean: clean-vllm
 # in --no-deps with the server and test packages the tests use.
 # skyrl 0.3.0 does not import on Python 3.11: skyrl/tinker/types.py (imported by every
 # skyrl.backends module) builds a pydantic model on typing.TypedDict, which pydantic refuses before
-# Python 3.12. The recipe switches that one import to typing_extensions, and fails if the line moved.
+# Python 3.12. The rule below switches that one import to typing_extensions, and fails if the line moved.
 SKYRL_VENV ?= .venv-skyrl
 SKYRL_SPEC ?= skyrl==0.3.0
 SKYRL_EXTRA_SPECS ?= "ray==2.56.0" "skyrl-gym==0.4.0" loguru jaxtyping omegaconf torchdata aiohttp

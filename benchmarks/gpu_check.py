@@ -311,10 +311,11 @@ def real_run(args, device: str, engine: str, model: str):
     if engine == "vllm" and parallel > 1:
         vllm_kwargs["kv_cache_memory_bytes"] = int(args.real_kv_cache_gib * 2**30)
     return ChatArith(model=model, steps=args.real_steps, prompts_per_step=args.real_prompts_per_step,
-                     group=args.real_group, lr=args.real_lr, temperature=args.real_temperature,
+                     group_size=args.real_group, lr=args.real_lr, temperature=args.real_temperature,
                      max_new_tokens=args.real_new_tokens, eval_every=args.real_eval_every,
                      eval_prompts=args.real_eval_prompts, engine=engine, bf16=device == "cuda",
-                     max_seconds=args.real_seconds, vllm_memory=args.real_vllm_memory or min(0.3, 0.36 / max(1, parallel)),
+                     max_seconds=args.real_seconds,
+                     vllm_gpu_memory_utilization=args.real_vllm_memory or min(0.3, 0.36 / max(1, parallel)),
                      vllm_sleep=parallel <= 1, gradient_checkpointing=device == "cuda", vllm_kwargs=vllm_kwargs)
 
 

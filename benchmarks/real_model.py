@@ -25,8 +25,8 @@ which the blame benchmark and the hostile-input fuzz suite read.
 
 **throughput.** Tokens/s of the decode loop at a few batch sizes, and one policy update (the
 trainer's :func:`botgrpo.trainer.run.update.policy_update`, float32, AdamW) on rollouts of the given shape,
-with the load average beside each number; ``--update-rollouts 64 --update-tokens 200`` is one
-step of the CPU recipe in docs/performance.md.
+with the load average beside each number; ``--update-rollouts 64 --update-tokens 200`` is the
+RL step whose CPU cost docs/performance.md gives.
 
 Keep ``--threads`` at 1 or 2 on a shared machine.
 """

@@ -90,8 +90,10 @@ CUT_OFF_ANSWERS = "read"
 
 def settings_of(args: argparse.Namespace) -> dict:
     """What defines a run (two invocations with the same name must agree on all of it); the LoRA
-    fields only when set, so a full fine-tune's record reads as it did before they existed."""
-    keys = ("method", "seed", "local_weight", "steps", "prompts_per_step", "group", "lr", "temperature",
+    fields only when set, so a full fine-tune's record reads as it did before they existed. The keys
+    are :class:`ChatArith`'s fields (the records committed before issue 35 name ``group_size`` ``group``;
+    only their fingerprint is read back)."""
+    keys = ("method", "seed", "local_weight", "steps", "prompts_per_step", "group_size", "lr", "temperature",
             "max_new_tokens", "eval_every", "eval_prompts", "max_operand", "operators", "extraction")
     lora = {k: getattr(args, k, None) for k in ("lora_r", "lora_alpha")}
     return {**{k: getattr(args, k) for k in keys}, **{k: v for k, v in lora.items() if v is not None}}
@@ -400,7 +402,7 @@ def main(argv=None) -> int:
     r.add_argument("--local-weight", type=float, default=None, help="w_s (unset: the server's default)")
     r.add_argument("--steps", type=int, default=60)
     r.add_argument("--prompts-per-step", type=int, default=4)
-    r.add_argument("--group", type=int, default=8)
+    r.add_argument("--group-size", type=int, default=8)
     r.add_argument("--lr", type=float, default=1e-5)
     r.add_argument("--temperature", type=float, default=0.7)
     r.add_argument("--max-new-tokens", type=int, default=64)

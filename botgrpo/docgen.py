@@ -4,7 +4,11 @@
 """
 from __future__ import annotations
 
+import inspect
 import json
+import re
+import types
+import typing
 from typing import Any
 
 from pydantic import BaseModel
@@ -48,15 +52,59 @@ def section(title: str, model: type[BaseModel], how: str, env_prefix: str | None
     return "\n".join(rows) + "\n"
 
 
+# Text of a section that its model's docstring cannot carry (a link into the docs); any other
+# section is introduced by its model's docstring, less the leading ``path:``.
+INTROS = {
+    "optim.lora": "Unset (the default): a full fine-tune. What is saved where, and what is "
+                  "not supported: [trainer.md](trainer.md#lora-fine-tuning-optimlora).",
+}
+
+
+def _section_model(annotation) -> type[BaseModel] | None:
+    """The settings model a field holds (``Optional[Model]`` too), or None for a plain value."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    candidates = typing.get_args(annotation) if union else (annotation,)
+    models = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+    return models[0] if models else None
+
+
+def sections(model: type[BaseModel], prefix: str = "") -> list[tuple[str, type[BaseModel]]]:
+    """``(dotted path, model)`` of every section under ``model``, depth first in field order."""
+    found = []
+    for name, field in model.model_fields.items():
+        sub = _section_model(field.annotation)
+        if sub is not None:
+            path = f"{prefix}{name}"
+            found += [(path, sub), *sections(sub, path + ".")]
+    return found
+
+
+def intro(path: str, model: type[BaseModel]) -> str:
+    """A section's first paragraph: :data:`INTROS`, else its model's docstring (markdown backticks)."""
+    if path in INTROS:
+        return INTROS[path]
+    doc = inspect.getdoc(model) if model.__doc__ else None
+    if not doc:
+        raise ValueError(f"the `{path}:` section's model {model.__name__} has no docstring to introduce it")
+    text = " ".join(doc.split("\n\n")[0].split()).replace("``", "`")
+    text = re.sub(r"^`[\w.]+:`\s*", "", text)
+    return text[:1].upper() + text[1:]
+
+
+def algorithm_section(model: type[BaseModel]) -> str:
+    method = model.model_fields["method"]
+    return ("## `algorithm:`\n\n"
+            f"`method` ({method.description}; default `{method.default}`) and, beside it, any field of the "
+            "table [Algorithm](#algorithm-what-a-method-preset-fixes) below, overriding the preset's value: "
+            "`algorithm: {method: pure, estimator: grpo}`. Overriding an axis's head alone drops the preset's options "
+            "for it (`estimator_options`, the clip range).\n")
+
+
 def render() -> str:
     from botgrpo.reward_server.settings import ServerSettings
     from botgrpo.trainer.algo.settings import AlgorithmSettings
-    from botgrpo.trainer.config import (AlgorithmSection, CheckpointSection, DataSection, EvalSection, LogSection,
-                                        OptimSection, RewardSection, RolloutSection, TrainConfig, VllmSection)
-    from botgrpo.trainer.models.lora import LoraSettings
-    from botgrpo.trainer.rollout.base import SamplingParams
+    from botgrpo.trainer.config import AlgorithmSection, TrainConfig
 
-    method = AlgorithmSection.model_fields["method"]
     return "\n".join([
         HEADER,
         section("Reward server and workers (`botgrpo serve`, `botgrpo worker`)", ServerSettings,
@@ -66,23 +114,9 @@ def render() -> str:
                 "YAML: the top level of `--config`, beside the sections below; flags such as `--steps` or "
                 "`--set optim.lr=1e-4` (a dotted name reaches any field) override it. A key of the flat layout "
                 "before sections (`kl_coef`, `reward_url`) is refused with its new place."),
-        section("`data:`", DataSection, "The prompts trained on."),
-        "## `algorithm:`\n\n"
-        f"`method` ({method.description}; default `{method.default}`) and, beside it, any field of the "
-        "table [Algorithm](#algorithm-what-a-method-preset-fixes) below, overriding the preset's value: "
-        "`algorithm: {method: pure, estimator: grpo}`. Overriding an axis's head alone drops the preset's options "
-        "for it (`estimator_options`, the clip range).\n",
-        section("`rollout:`", RolloutSection, "How completions are sampled, how many, and how far ahead."),
-        section("`rollout.sampling:`", SamplingParams, "Sampling of each completion."),
-        section("`rollout.vllm:`", VllmSection, "The vLLM engine (`rollout.engine: vllm`)."),
-        section("`reward:`", RewardSection, "The reward server and what it scores."),
-        section("`optim:`", OptimSection, "The optimiser, the update's batch shape and precision."),
-        section("`optim.lora:`", LoraSettings,
-                "Unset (the default): a full fine-tune. What is saved where, and what is "
-                "not supported: [trainer.md](trainer.md#lora-fine-tuning-optimlora)."),
-        section("`eval:`", EvalSection, "Held-out prompts scored during training."),
-        section("`checkpoint:`", CheckpointSection, "What is saved, and resuming from it."),
-        section("`log:`", LogSection, "What a run shows and writes beside `metrics.jsonl`."),
+        # every section of TrainConfig, from its fields: a new one is documented (or fails for want of a docstring)
+        *(algorithm_section(model) if model is AlgorithmSection else section(f"`{path}:`", model, intro(path, model))
+          for path, model in sections(TrainConfig)),
         section("Algorithm (what a method preset fixes)", AlgorithmSettings,
                 "Presets live in `trainer/algo/presets.py`; the resolved values are written to `<output_dir>/algorithm.json`."),
     ])

@@ -170,7 +170,7 @@ def run(s: SmolLM2DemoSettings, log: Callable[[str], None] = print, console=None
 
     started = time.perf_counter()
     run_ = ChatArith(model=str(model), method=s.method, seed=s.seed, steps=s.steps,
-                       prompts_per_step=s.prompts_per_step, group=s.group_size, lr=s.lr,
+                       prompts_per_step=s.prompts_per_step, group_size=s.group_size, lr=s.lr,
                        max_new_tokens=s.max_new_tokens, eval_every=s.eval_every, eval_prompts=s.eval_prompts,
                        engine=engine, bf16=s.bf16, micro_batch_size=s.group_size)
     out = Path(s.out_dir)

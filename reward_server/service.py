@@ -234,7 +234,7 @@ class ScoringService:
         # pairs of ints as tuples, which the garbage collector stops tracking: 100k-token
         # results as lists made full collections take a second
         offsets = [tuple(span) for span in sent] if sent is not None else default_split(completion)
-        scores = compose(verdict, len(completion), offsets, local_weight, self.settings.bounds)
+        scores = compose(verdict, len(completion), offsets, local_weight, self.settings.bounds, wire)
         return Result.scored(rollout, item.index, score=clip_outcome(verdict.score, self.settings.bounds),
                              passed=verdict.passed, token_scores=scores, reward_map=wire, details=verdict.details,
                              offsets=offsets if sent is None or echo else None)

@@ -67,10 +67,12 @@ def check_offsets(offsets: Offsets, length: int) -> str | None:
 
 
 def compose(verdict: ScoreResult, length: int, offsets: Offsets, local_weight: float,
-            bounds: tuple[float, float] = recipe.DEFAULT_BOUNDS) -> list[float]:
+            bounds: tuple[float, float] = recipe.DEFAULT_BOUNDS, wire: recipe.WireMap | None = None) -> list[float]:
     """One bounded score per caller token of a completion of ``length`` characters: the verdict's
     local signal mapped onto the tokens (rules 1-2), then the recipe ``r = R + w_s * l`` put on
-    the wire (:func:`botgrpo.services.recipe.to_wire`).
+    the wire (:func:`botgrpo.services.recipe.to_wire`) by ``wire``, the map of ``local_weight``
+    onto ``bounds`` (computed here when not given; the service computes it once for the rollouts it
+    scores together and sends that map as their ``reward_map``).
 
     An empty completion's tokens (an eos alone) take ``local_default``: a scorer that finds
     nothing to credit (no code, no answer) sets it to -1, so stopping at once is never
@@ -79,4 +81,4 @@ def compose(verdict: ScoreResult, length: int, offsets: Offsets, local_weight: f
     chars = char_scores(verdict.local, verdict.local_default, length)
     local = token_minima(chars, offsets, fill=verdict.local_default)
     rewards = recipe.token_rewards(verdict.score, local, local_weight)
-    return recipe.to_wire(rewards, recipe.WireMap.of(local_weight, bounds), bounds)
+    return recipe.to_wire(rewards, wire if wire is not None else recipe.WireMap.of(local_weight, bounds), bounds)

@@ -24,6 +24,46 @@ def test_configuration_reference_is_current():
         "docs/configuration.md is stale: run `python -m botgrpo.docgen > docs/configuration.md`"
 
 
+def test_the_reference_takes_the_config_sections_from_the_model():
+    """A section added to TrainConfig (at any depth, optional or not) is documented, introduced by
+    its model's docstring; one without a docstring fails the generation instead of passing unseen."""
+    from typing import Optional
+
+    from pydantic import BaseModel, Field
+
+    from botgrpo.docgen import intro, sections
+    from botgrpo.trainer.config import TrainConfig
+
+    class Inner(BaseModel):
+        """``extra.inner:`` a section added later
+        (its first paragraph introduces it).
+
+        Not this paragraph."""
+        x: int = 1
+
+    class Outer(BaseModel):
+        """``extra:`` its parent."""
+        inner: Optional[Inner] = None
+
+    class Config(BaseModel):
+        a: int = 0
+        extra: Outer = Field(default_factory=Outer)
+
+    assert sections(Config) == [("extra", Outer), ("extra.inner", Inner)]
+    assert intro("extra.inner", Inner) == "A section added later (its first paragraph introduces it)."
+
+    class Bare(BaseModel):
+        y: int = 0
+
+    with pytest.raises(ValueError, match="no docstring"):
+        intro("bare", Bare)
+    text = render()
+    assert [path for path, _ in sections(TrainConfig)] == \
+        ["data", "algorithm", "rollout", "rollout.sampling", "rollout.vllm", "reward", "optim", "optim.lora", "eval",
+         "checkpoint", "log"]
+    assert all(f"## `{path}:`" in text for path, _ in sections(TrainConfig))
+
+
 def test_api_page_commands_run_against_a_live_server(tmp_path):
     require_node_toolchain()
     server = LiveServer(tmp_path)

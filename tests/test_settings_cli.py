@@ -100,10 +100,10 @@ def test_score_command_rejects_bad_options(tmp_path):
 def test_train_names_bad_config_without_a_traceback(tmp_path, capsys):
     assert main(["train", "--model", str(tmp_path / "nope"), "--dataset", str(tmp_path / "d.jsonl")]) == 2
     assert "is not a local Hugging Face model directory" in capsys.readouterr().err
-    assert main(["train", "--model", "m", "--dataset", "d", "--set", "group_size=0"]) == 2
+    assert main(["train", "--model", "m", "--dataset", "d", "--set", "rollout.group_size=0"]) == 2
     assert "group_size" in capsys.readouterr().err
     cfg = tmp_path / "bad.yaml"
-    cfg.write_text("model: m\ndataset: d\nlerning_rate: 1\n")
+    cfg.write_text("model: m\ndata: {dataset: d}\nlerning_rate: 1\n")
     assert main(["train", "--config", str(cfg)]) == 2
     assert "lerning_rate" in capsys.readouterr().err
 

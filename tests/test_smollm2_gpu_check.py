@@ -125,13 +125,13 @@ def test_engines_sharing_the_gpu_get_a_fixed_kv_cache_and_no_sleep():
                             real_eval_prompts=128, real_seconds=330.0, real_vllm_memory=None)
     shared = gpu_check.real_run(ns, "cuda", "vllm", "/models/qwen2.5-3b-instruct")
     assert shared.vllm_kwargs == {"enforce_eager": True, "kv_cache_memory_bytes": 2 * 2**30}
-    assert not shared.vllm_sleep and shared.vllm_memory == pytest.approx(0.04)
+    assert not shared.vllm_sleep and shared.vllm_gpu_memory_utilization == pytest.approx(0.04)
     assert shared.bf16 and shared.gradient_checkpointing and shared.model == "/models/qwen2.5-3b-instruct"
-    assert (shared.steps, shared.prompts_per_step, shared.group, shared.lr, shared.eval_every, shared.eval_prompts) == \
+    assert (shared.steps, shared.prompts_per_step, shared.group_size, shared.lr, shared.eval_every, shared.eval_prompts) == \
         (60, 4, 8, 1e-5, 5, 128)  # protocol.md's budget
     ns.real_parallel = 1
     alone = gpu_check.real_run(ns, "cuda", "vllm", "m")
-    assert alone.vllm_kwargs == {"enforce_eager": True} and alone.vllm_sleep and alone.vllm_memory == 0.3
+    assert alone.vllm_kwargs == {"enforce_eager": True} and alone.vllm_sleep and alone.vllm_gpu_memory_utilization == 0.3
     ns.real_parallel = 9
     assert "kv_cache_memory_bytes" not in gpu_check.real_run(ns, "cuda", "hf", "m").vllm_kwargs
     assert not gpu_check.real_run(ns, "cpu", "hf", "m").bf16

@@ -48,7 +48,7 @@ def test_lora_flags_reach_the_trainer_config_and_a_full_fine_tune_record_is_unch
     from botgrpo.trainer.tasks.chat_arith import ChatArith
 
     full = argparse.Namespace(
-        method="bot_grpo", seed=1, local_weight=None, steps=60, prompts_per_step=4, group=8, lr=1e-5,
+        method="bot_grpo", seed=1, local_weight=None, steps=60, prompts_per_step=4, group_size=8, lr=1e-5,
         temperature=0.7, max_new_tokens=64, eval_every=5, eval_prompts=128, max_operand=30, operators=["+"],
         extraction="boxed", lora_r=None, lora_alpha=None)
     assert "lora_r" not in smollm2_rl.settings_of(full)   # the committed cells' manifests still match

@@ -168,7 +168,7 @@ class CheckpointSection(_Section):
 
 
 class LogSection(_Section):
-    """``log:`` what a run shows and writes beside metrics.jsonl."""
+    """``log:`` what a run shows and writes beside ``metrics.jsonl``."""
 
     tensorboard: bool = Field(True, description="also log to TensorBoard when installed")
     plot: bool = Field(True, description="write curves.png at the end")

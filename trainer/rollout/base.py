@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class SamplingParams(BaseModel):
+    """``rollout.sampling:`` sampling of each completion."""
+
     model_config = ConfigDict(extra="forbid")
 
     temperature: float = Field(1.0, gt=0, description="softmax temperature (also used for training log-probs)")

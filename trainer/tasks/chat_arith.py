@@ -72,7 +72,10 @@ TRAIN_SEED, EVAL_SEED = 21, 22  # prompt draws: the held-out set never shares th
 @dataclass(frozen=True)
 class ChatArith:
     """One run's settings (the protocol's defaults). ``engine``: ``vllm`` or ``hf``; ``bf16``:
-    bfloat16 autocast for the update and bfloat16 vLLM (None: the trainer's default, on with CUDA)."""
+    bfloat16 autocast for the update and bfloat16 vLLM (None: the trainer's default, on with CUDA).
+    A field that is a :class:`~botgrpo.trainer.config.TrainConfig` setting has its name there, prefixed
+    by its section where the name alone would not say which (``group_size`` is ``rollout.group_size``,
+    ``eval_every`` ``eval.every``, ``vllm_sleep`` ``rollout.vllm.sleep``, ``lora_r`` ``optim.lora.r``)."""
 
     model: str
     method: str = "bot_grpo"
@@ -80,7 +83,7 @@ class ChatArith:
     local_weight: Optional[float] = None  # w_s (None: the server's default)
     steps: int = 60
     prompts_per_step: int = 4
-    group: int = 8
+    group_size: int = 8
     lr: float = 1e-5
     temperature: float = 0.7
     max_new_tokens: int = 64
@@ -96,7 +99,7 @@ class ChatArith:
     max_seconds: Optional[float] = None
     save_every: int = 0
     resume: bool = False
-    vllm_memory: float = 0.3                # vLLM's gpu_memory_utilization (GPU only)
+    vllm_gpu_memory_utilization: float = 0.3  # GPU only
     vllm_sleep: bool = True
     gradient_checkpointing: bool = False
     lora_r: Optional[int] = None            # LoRA rank (None: full fine-tune)
@@ -127,13 +130,13 @@ class ChatArith:
             seed=self.seed,
             data={"dataset": dataset},
             algorithm={"method": self.method},
-            rollout={"engine": self.engine, "group_size": self.group, "prompts_per_step": self.prompts_per_step,
+            rollout={"engine": self.engine, "group_size": self.group_size, "prompts_per_step": self.prompts_per_step,
                      "sampling": {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature},
-                     "vllm": {"max_model_len": 512, "gpu_memory_utilization": self.vllm_memory,
+                     "vllm": {"max_model_len": 512, "gpu_memory_utilization": self.vllm_gpu_memory_utilization,
                               "sleep": self.vllm_sleep, "kwargs": dict(self.vllm_kwargs)}},
             reward={"task": "math", "options": self.task_options()},
             optim={"lr": self.lr, "bf16": self.bf16,
-                   "micro_batch_size": self.micro_batch_size or self.group * self.prompts_per_step,
+                   "micro_batch_size": self.micro_batch_size or self.group_size * self.prompts_per_step,
                    "gradient_checkpointing": self.gradient_checkpointing,
                    **({} if self.lora_r is None else
                       {"lora": {"r": self.lora_r, **({} if self.lora_alpha is None else {"alpha": self.lora_alpha})}})},
