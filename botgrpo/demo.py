@@ -116,7 +116,7 @@ def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[C
     (``console``: the CLI's, unused here; the demos share one signature.)"""
     from botgrpo.embedded import reward_server_for
     from botgrpo.trainer.run.loop import Trainer
-    from botgrpo.trainer.run.progress import progress_callback
+    from botgrpo.trainer.run.progress import lines_tracker, progress_callback
 
     started = time.perf_counter()
     paths = prepare(s, log)
@@ -124,7 +124,7 @@ def run(s: DemoSettings, log: Callable[[str], None] = print, on_step: Optional[C
         trainer = Trainer(cfg)
         try:
             with progress_callback(s.steps, enabled=on_step is None, label=f"RL {s.method}") as shown:
-                trainer.train(on_step or shown)  # a bar on a terminal, lines in a log
+                trainer.train(on_step or shown, lines_tracker(on_step is None))  # a bar on a terminal, lines in a log
         finally:
             trainer.close()
     first, last = trainer.evals[0], trainer.evals[-1]

@@ -71,7 +71,8 @@ def test_train_piped_prints_steps_while_it_runs(tmp_path):
     argv = [sys.executable, "-m", "botgrpo.cli", "train", "--model", paths["model"], "--dataset", paths["dataset"],
             "--task", "math", "--output-dir", str(tmp_path / "run"), "--steps", "4", "--group-size", "4",
             "--prompts-per-step", "2", "--set", "rollout.sampling.max_new_tokens=16", "--set", "log.tensorboard=false",
-            "--set", "log.plot=false", "--set", "eval.every=2", "--set", "eval.prompts=4"]
+            "--set", "log.plot=false", "--set", "eval.every=2", "--set", "eval.prompts=4",
+            "--set", f"eval.dataset={paths['dataset']}"]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", THIRD_PARTY, "BOTGRPO_TRAIN_ARGS")}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     seen = []  # (line, whether the process was still running when it arrived)
@@ -90,6 +91,38 @@ def test_train_piped_prints_steps_while_it_runs(tmp_path):
     assert any(line.startswith("done:") for line in later), "lines after step 1 (the run went on after it)"
     assert any("4/4 (100%)" in line for line, _ in steps), text
     assert "Loading weights" not in text and "Writing model shards" not in text
+    # the evaluations (steps 0, 2 and the end) say what they do while the run goes on
+    for step in (0, 2, 4):
+        assert f"eval at step {step}: sampling 4 prompts x 1: started" in text, text
+        assert any(f"eval at step {step}: scoring 4/4 (100%)" in line and "prompts/s" in line or
+                   f"eval at step {step}: scoring 4/4 (100%)" in line and "s/prompt" in line for line, _ in seen), text
+    first_eval = next(i for i, (line, _) in enumerate(seen) if "eval at step 0: sampling" in line)
+    assert seen[first_eval][1], "the first eval's line came only after the process had ended"
+
+
+def test_a_tracker_shows_a_phase_and_counted_items_as_lines():
+    from botgrpo.trainer.evaluate import collect
+    from botgrpo.trainer.run.progress import tracker
+
+    class Streamed:  # a pending batch that hands out its groups in two deliveries
+        def __init__(self):
+            self.deliveries = [[0, 1], [2], []]
+
+        def next_groups(self):
+            return self.deliveries.pop(0)
+
+        def result(self):
+            return "scores"
+
+    out = io.StringIO()
+    track = tracker(stream=out)
+    with track("eval: sampling", None):
+        pass
+    with track("eval: scoring", 3) as update:
+        assert collect(Streamed(), update) == "scores"
+    text = out.getvalue()
+    assert "eval: sampling: started" in text and "eval: sampling: done in" in text
+    assert "eval: scoring 2/3 (67%)" in text and "eval: scoring 3/3 (100%)" in text and "ETA" in text, text
 
 
 def test_compare_prints_step_lines_between_events_off_a_terminal():

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -12,6 +13,21 @@ from botgrpo.trainer.rewards import RewardSource
 from botgrpo.trainer.rollout.base import SamplingParams
 
 EVAL_SEED = 1_000_003  # held-out sampling never shares seeds with training
+
+
+@contextmanager
+def untracked(label: str, total: Optional[int]):
+    """The default ``track``: shows nothing (see :func:`botgrpo.trainer.run.progress.tracker`)."""
+    yield lambda done, status="": None
+
+
+def collect(pending, update: Callable[[int], None]):
+    """``pending``'s whole batch of scores, ``update(groups scored so far)`` as they stream in."""
+    done = 0
+    while hasattr(pending, "next_groups") and (groups := pending.next_groups()):
+        done += len(groups)
+        update(done)
+    return pending.result()
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -25,7 +41,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example], sampling: SamplingParams, *,
              samples: int = 1, ks: Sequence[int] = (1,), levels: Sequence[Optional[str]] = (None,),
-             seed: int = 0) -> Optional[dict[str, Any]]:
+             seed: int = 0, track=untracked, label: str = "eval") -> Optional[dict[str, Any]]:
     """Sample ``samples`` completions per prompt (fixed seeds: the same model gives the same
     numbers) and score them, once per compile ``level`` (None: the source's own options).
 
@@ -34,16 +50,20 @@ def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example
     fragment does not inflate; None without a spec that names one), ``reward_mean``, ``pass@k``
     for each k, and the same per level as ``<level>/pass_rate`` when several levels are asked.
     With ``rewards=None`` it only samples (the other ranks of a sharded model) and returns None.
+    ``track(text, total)`` shows the sampling (``total`` None: no steps) and each level's scoring
+    (``total``: prompts, counted as their samples are scored) as ``label: ...``.
     """
     prompts = [e.prompt for e in examples]
-    batch = engine.generate(prompts, samples, sampling, seeds=[EVAL_SEED + seed + i for i in range(len(prompts))])
+    with track(f"{label}: sampling {len(prompts)} prompts x {samples}", None):
+        batch = engine.generate(prompts, samples, sampling, seeds=[EVAL_SEED + seed + i for i in range(len(prompts))])
     if rewards is None:
         return None
     refs = [e.reference for e in examples]
     out: dict[str, Any] = {"prompts": len(prompts), "samples": samples,
                            "completion_len_mean": float(batch.lengths.float().mean())}
     for level in levels:
-        scored = rewards.submit(batch, refs, {"level": level} if level else None).result()
+        with track(f"{label}: scoring{f' at {level}' if level else ''}", len(prompts)) as update:
+            scored = collect(rewards.submit(batch, refs, {"level": level} if level else None), update)
         passed = torch.nan_to_num(scored.passed, nan=0.0)
         both = passed * torch.nan_to_num(scored.spec_passed, nan=1.0)
         ok = scored.scored  # an unscored rollout is neither a pass nor a failure: left out, counted

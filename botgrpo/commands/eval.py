@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from botgrpo.trainer.data import load_examples
     from botgrpo.trainer.evaluate import evaluate
     from botgrpo.trainer.models.precision import load_causal_lm
-    from botgrpo.trainer.run.progress import phase
+    from botgrpo.trainer.run.progress import tracker
     from botgrpo.embedded import EmbeddedServer
     from botgrpo.trainer.rewards import RewardSource
     from botgrpo.trainer.rollout.base import SamplingParams
@@ -70,9 +70,8 @@ def run(args: argparse.Namespace) -> int:
         url = args.reward_url or stack.enter_context(EmbeddedServer()).url
         source = RewardSource(url, args.task)
         stack.callback(source.close)
-        with phase(f"eval: {len(examples)} prompts x {args.samples} samples, levels {', '.join(map(str, levels))}"):
-            results = evaluate(engine, source, examples, sampling, samples=args.samples, ks=args.k, levels=levels,
-                               seed=args.seed)
+        results = evaluate(engine, source, examples, sampling, samples=args.samples, ks=args.k, levels=levels,
+                           seed=args.seed, track=tracker())  # sampling: a phase; each level: prompts scored
     results = {"model": args.model, "dataset": args.dataset, "task": args.task, **results}
     table = Table(title=f"{args.task}: {results['prompts']} prompts x {args.samples} samples")
     table.add_column("metric")

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(trainer, cfg, console) -> int:
-    from botgrpo.trainer.run.progress import progress_callback
+    from botgrpo.trainer.run.progress import lines_tracker, progress_callback
 
     if trainer.d.main:
         console.print(describe(cfg))
@@ -99,8 +99,9 @@ def _train(trainer, cfg, console) -> int:
         (out / "config.json").write_text(cfg.model_dump_json(indent=2))
         (out / "algorithm.json").write_text(json.dumps(cfg.algorithm.settings().model_dump(), indent=2))
     try:
-        with progress_callback(cfg.steps, enabled=cfg.log.progress and trainer.d.main) as on_step:
-            trainer.train(on_step)
+        shown = cfg.log.progress and trainer.d.main
+        with progress_callback(cfg.steps, enabled=shown) as on_step:
+            trainer.train(on_step, lines_tracker(shown))
     finally:
         trainer.close()
     if trainer.d.main:

@@ -28,7 +28,7 @@ from botgrpo.trainer.algo.advantages import compute_advantages
 from botgrpo.trainer.algo.shaping import shape
 from botgrpo.trainer.config import TrainConfig
 from botgrpo.trainer.data import PromptOrder, load_examples
-from botgrpo.trainer.evaluate import evaluate
+from botgrpo.trainer.evaluate import evaluate, untracked
 from botgrpo.trainer.models import lora
 from botgrpo.trainer.models.packing import enable_packed_attention
 from botgrpo.trainer.models.policy import make_layout
@@ -293,11 +293,13 @@ class Trainer:
                 "time_step": elapsed}
 
     # ------------------------------------------------------------------ around the steps
-    def evaluate(self) -> Optional[dict[str, Any]]:
+    def evaluate(self, track=untracked) -> Optional[dict[str, Any]]:
+        """Score the held-out prompts now (``track``: :func:`botgrpo.trainer.evaluate.evaluate`'s)."""
         if not self.eval_examples or not (self.d.main or self.sharded):
             return None  # a sharded model needs every rank's forwards; only rank 0 scores
         scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples,
-                          self.cfg.rollout.sampling, seed=self.cfg.seed)
+                          self.cfg.rollout.sampling, seed=self.cfg.seed, track=track if self.d.main else untracked,
+                          label=f"eval at step {self.step}")
         if scores is None:
             return None
         result = {"step": self.step, **scores}
@@ -345,11 +347,12 @@ class Trainer:
         if self.log is not None:
             self.log.close()
 
-    def train(self, on_step=None) -> list[dict[str, Any]]:
-        """Run to ``steps`` (or ``max_seconds``); ``on_step(record)`` after each step."""
+    def train(self, on_step=None, track=untracked) -> list[dict[str, Any]]:
+        """Run to ``steps`` (or ``max_seconds``); ``on_step(record)`` after each step, the
+        evaluations shown through ``track`` (:func:`botgrpo.trainer.run.progress.lines_tracker`)."""
         cfg, records, started = self.cfg, [], time.perf_counter()
         if self.step == 0:
-            self.evaluate()
+            self.evaluate(track)
         while self.step < cfg.steps and (cfg.max_seconds is None or time.perf_counter() - started < cfg.max_seconds):
             record = self.train_step()
             records.append(record)
@@ -358,10 +361,10 @@ class Trainer:
             if on_step is not None:
                 on_step(record)
             if cfg.eval.every and self.step % cfg.eval.every == 0 and self.step < cfg.steps:
-                self.evaluate()
+                self.evaluate(track)
             if cfg.checkpoint.save_every and self.step % cfg.checkpoint.save_every == 0:
                 self.save()
-        self.evaluate()
+        self.evaluate(track)
         self.save(final=True)
         if cfg.log.plot and self.d.main and (self.out / "metrics.jsonl").exists():
             plot(read(self.out / "metrics.jsonl"), self.out / "curves.png",

@@ -101,6 +101,26 @@ def progress_callback(total: int, enabled: bool = True, stream: Optional[TextIO]
         yield lambda record: update(record["step"], step_status(record))
 
 
+def tracker(enabled: bool = True, stream: Optional[TextIO] = None, unit: str = "prompts"):
+    """``track(label, total)``, a context manager yielding ``update(done)``: :func:`bar` over
+    ``total`` items, or :func:`phase` when ``total`` is None (its ``update`` does nothing)."""
+    @contextmanager
+    def track(label: str, total: Optional[int]) -> Iterator[Callable[..., None]]:
+        if total is None:
+            with phase(label, enabled, stream):
+                yield lambda done, status="": None
+        else:
+            with bar(label, total, enabled, stream, unit=unit) as update:
+                yield update
+    return track
+
+
+def lines_tracker(enabled: bool = True, stream: Optional[TextIO] = None):
+    """:func:`tracker` for work inside a live bar (the evaluations of a training run): lines in a
+    log, nothing on a terminal, where the run's own bar is showing."""
+    return tracker(enabled and not is_terminal(stream), stream)
+
+
 @contextmanager
 def phase(text: str, enabled: bool = True, stream: Optional[TextIO] = None, every: float = LINE_SECONDS):
     """A stretch of work without steps (a whole generation, a scoring pass): a spinner on a
