@@ -52,15 +52,16 @@ def test_rollouts_come_from_the_weights_before_the_previous_update_and_the_ratio
         generated.append((snapshot, batch))
         return batch
 
-    real_update = loop.policy_update
+    real_add = loop.Update.add
 
-    def update(model, optimizer, batch, *args, **kwargs):
-        events.append(("update", None))
-        updates.append((params(model), batch.old_logp.clone(), batch.mask.clone()))
-        return real_update(model, optimizer, batch, *args, **kwargs)
+    def add(update, part):  # the batch is one part; record it on the step's first pass
+        if update.first_pass:
+            events.append(("update", None))
+            updates.append((params(update.model), part.old_logp.clone(), part.mask.clone()))
+        return real_add(update, part)
 
     monkeypatch.setattr(trainer.engine, "generate", generate)
-    monkeypatch.setattr(loop, "policy_update", update)
+    monkeypatch.setattr(loop.Update, "add", add)
     try:
         records = trainer.train()
     finally:

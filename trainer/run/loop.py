@@ -6,10 +6,11 @@ reference log-probs while the server scores, shape rewards (overlong penalty, dy
 sampling), estimate advantages and update. Checkpoints, metrics and evaluations around it.
 
 With ``rollout.async_steps: 1`` (:mod:`botgrpo.trainer.run.pipeline`) the next step's rollouts are
-sampled and scored on a background thread while this step updates; on-policy is the default. On-policy,
-the update is group-streamed where that is exact (``optim.streamed_update``,
-:mod:`botgrpo.trainer.run.streamed`):
-each group's advantages and backward as soon as its rollouts are scored, one optimizer step.
+sampled and scored on a background thread while this step updates; on-policy is the default.
+The update takes the batch in parts of whole groups (:meth:`Trainer._update`): shaping,
+advantages, forward and backward of each, then one optimizer step. On-policy, where that is exact
+(``optim.streamed_update``, :mod:`botgrpo.trainer.run.streamed`), a part is a few groups taken as
+soon as their rollouts are scored; otherwise it is one part, every group, once all are scored.
 """
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ from botgrpo.trainer.run import checkpoint
 from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects,
                                              init_from_env, load_full_state_dicts, unwrap, wrap)
 from botgrpo.trainer.run.pipeline import Rollouts
-from botgrpo.trainer.run.streamed import run_streamed_update, streamable
+from botgrpo.trainer.run.streamed import group_rows, scored_parts, streamable
 from botgrpo.trainer.run.tracking import MetricsLog, Stopwatch, plot, read
-from botgrpo.trainer.run.update import StreamedUpdate, UpdateBatch, batch_logprobs, policy_update
+from botgrpo.trainer.run.update import Update, UpdateBatch, batch_logprobs, mean_of_passes
 
 
 def _schedule(cfg: TrainConfig):
@@ -57,6 +58,16 @@ def _schedule(cfg: TrainConfig):
             return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
         return 1.0
     return factor
+
+
+def shape_rows(batch: RolloutBatch, scored: ScoredBatch, rows: list[int], algo, max_new_tokens: int,
+               overlong_zone) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`botgrpo.trainer.algo.shaping.shape` of ``rows`` (whole groups, in order): token
+    rewards, sequence rewards, loss mask."""
+    at = torch.tensor(rows, dtype=torch.long)
+    return shape(scored.token_rewards[at], scored.seq_rewards[at], scored.scored[at], batch.completion_mask[at],
+                 batch.lengths[at], batch.group_size, max_new_tokens=max_new_tokens, overlong_zone=overlong_zone,
+                 overlong_factor=algo.overlong_penalty, dynamic_sampling=algo.dynamic_sampling)
 
 
 def _masked_mean(values: torch.Tensor) -> Optional[float]:
@@ -179,33 +190,48 @@ class Trainer:
                                      self.cfg.rollout.sampling, seeds=seeds)
         return Rollouts(index, indices, seeds, version, batch, self._submit(batch, indices))
 
-    def _shape(self, batch: RolloutBatch, scored: ScoredBatch,
-               rows: Optional[list[int]] = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:func:`botgrpo.trainer.algo.shaping.shape` of ``rows`` (whole groups, in order; default all)."""
-        at = slice(None) if rows is None else torch.tensor(rows, dtype=torch.long)
-        return shape(scored.token_rewards[at], scored.seq_rewards[at], scored.scored[at], batch.completion_mask[at],
-                     batch.lengths[at], batch.group_size, max_new_tokens=self.cfg.rollout.sampling.max_new_tokens,
-                     overlong_zone=self.overlong_zone, overlong_factor=self.algo.overlong_penalty,
-                     dynamic_sampling=self.algo.dynamic_sampling)
-
-    def _rows_layout(self, batch: RolloutBatch, rows: list[int]):
-        """The update layout of some of the batch's rows (each with its own prompt)."""
+    def _layout(self, batch: RolloutBatch, rows: Optional[list[int]] = None):
+        """The update layout of the whole batch (the same micro-batches on every rank), or of some
+        of its rows, each with its own prompt (a streamed part)."""
+        optim = self.cfg.optim
+        sizes = dict(packing=optim.packing, micro_batch_size=optim.micro_batch_size,
+                     micro_batch_tokens=optim.micro_batch_tokens)
+        if rows is None:
+            return make_layout(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
+                               self.engine.pad_id, d=self.d, **sizes)
         return make_layout([batch.prompt_ids[r // batch.group_size] for r in rows], batch.completion_ids[rows],
-                           batch.completion_mask[rows], 1, self.engine.pad_id, packing=self.cfg.optim.packing,
-                           micro_batch_size=self.cfg.optim.micro_batch_size,
-                           micro_batch_tokens=self.cfg.optim.micro_batch_tokens)
+                           batch.completion_mask[rows], 1, self.engine.pad_id, **sizes)
 
-    def _streamed_update(self, batch: RolloutBatch, pending, ref_logp: Optional[torch.Tensor]) -> dict[str, float]:
-        """Group by group as the scores arrive (:mod:`botgrpo.trainer.run.streamed`), one optimizer step."""
-        update = StreamedUpdate(self.model, self.optimizer, self.algo, rows=batch.completion_mask.shape[0],
-                                temperature=self.cfg.rollout.sampling.temperature,
-                                norm_len=self.cfg.rollout.sampling.max_new_tokens,
-                                bf16=self.bf16)
-        return run_streamed_update(update, pending, batch.group_size,
-                                   shape=lambda rows: self._shape(batch, pending.partial, rows),
-                                   layout_for=lambda rows: self._rows_layout(batch, rows),
-                                   estimator=self.algo.estimator, estimator_options=self.algo.estimator_options,
-                                   ref_logp=ref_logp, max_grad_norm=self.cfg.optim.max_grad_norm)
+    def _update(self, batch: RolloutBatch, pending, streamed: bool, layout, old_logp: Optional[torch.Tensor],
+                ref_logp: Optional[torch.Tensor], clock: Stopwatch) -> dict[str, float]:
+        """``num_iterations`` optimizer steps (one when ``streamed``), each an :class:`Update` fed the
+        batch's parts (:func:`scored_parts`) as their scores are in: shaping, advantages, forward and
+        backward of each; then normalise, clip, step. Not streamed, the one part is the whole batch in
+        ``layout``, the layout of its old and reference log-probs."""
+        G, B = batch.group_size, batch.completion_mask.shape[0]
+        sampling, passes, early = self.cfg.rollout.sampling, [], 0
+        for iteration in range(self.cfg.optim.num_iterations):
+            update = Update(self.model, self.optimizer, self.algo, rows=B, norm_len=sampling.max_new_tokens, d=self.d,
+                            temperature=sampling.temperature, micro_batch_size=self.cfg.optim.micro_batch_size,
+                            bf16=self.bf16, streamed=streamed, first_pass=iteration == 0)
+            for groups, scored in scored_parts(pending, B // G, streamed, clock):
+                with clock.lap("train"):
+                    rows = group_rows(groups, G)
+                    token_rewards, seq_rewards, mask = shape_rows(batch, scored, rows, self.algo,
+                                                                  sampling.max_new_tokens, self.overlong_zone)
+                    advantages = compute_advantages(self.algo.estimator, token_rewards, mask, torch.tensor(rows) // G,
+                                                    seq_rewards, **self.algo.estimator_options)
+                    if not streamed:  # every row, in the batch's micro-batches (the same count on every rank)
+                        update.add(UpdateBatch(layout, mask, advantages, old_logp, ref_logp))
+                    elif mask.any():  # the part's rows in the loss, laid out on their own (the others add zero)
+                        keep = mask.any(1).nonzero().squeeze(1)
+                        chosen = [rows[i] for i in keep.tolist()]
+                        update.add(UpdateBatch(self._layout(batch, chosen), mask[keep], advantages[keep],
+                                               ref_logp=ref_logp[chosen] if ref_logp is not None else None))
+                early += 0 if pending.done() else len(groups)
+            with clock.lap("train"):
+                passes.append(update.finish(self.cfg.optim.max_grad_norm))
+        return {**mean_of_passes(passes), "early_groups": early}
 
     def _rollouts(self) -> tuple[Rollouts, Optional[Any]]:
         """This step's rollouts, and the next step's being sampled meanwhile (async pipeline only)."""
@@ -236,39 +262,19 @@ class Trainer:
         current, upcoming = self._rollouts()
         batch, pending = current.batch, current.scores
         streamed = streamable(self.cfg, self.algo, self.d.world, pending) is None
-        layout = None  # the streamed update lays out each part itself; a reference pass needs the batch's
+        layout = None  # the whole batch's: one part's, and the old and reference passes' (a streamed part has its own)
         if not streamed or self.ref is not None:
-            layout = make_layout(batch.prompt_ids, batch.completion_ids, batch.completion_mask, batch.group_size,
-                                 self.engine.pad_id, packing=self.cfg.optim.packing,
-                                 micro_batch_size=self.cfg.optim.micro_batch_size,
-                                 micro_batch_tokens=self.cfg.optim.micro_batch_tokens, d=self.d)
+            layout = self._layout(batch)
         with clock.lap("overlapped"):  # while the server scores
             old_logp, ref_logp = self._old_and_reference(batch, layout)
-        if streamed:  # each group's backward as soon as it is scored
-            stats = self._streamed_update(batch, pending, ref_logp)
-            clock.add("score_wait", stats["score_wait"])
-            clock.add("train", stats["train"])
-            scored = pending.result()
-            token_rewards, seq_rewards, mask = self._shape(batch, scored)  # the same, whole batch (metrics)
-        else:
-            with clock.lap("score_wait"):
-                scored = pending.result()
-            token_rewards, seq_rewards, mask = self._shape(batch, scored)
-            with clock.lap("train"):
-                groups = torch.arange(mask.shape[0]) // batch.group_size
-                advantages = compute_advantages(self.algo.estimator, token_rewards, mask, groups, seq_rewards,
-                                                **self.algo.estimator_options)
-                stats = policy_update(self.model, self.optimizer,
-                                      UpdateBatch(layout, mask, advantages, old_logp, ref_logp),
-                                      self.algo, temperature=self.cfg.rollout.sampling.temperature,
-                                      micro_batch_size=self.cfg.optim.micro_batch_size,
-                                      num_iterations=self.cfg.optim.num_iterations,
-                                      max_grad_norm=self.cfg.optim.max_grad_norm,
-                                      norm_len=self.cfg.rollout.sampling.max_new_tokens, d=self.d, bf16=self.bf16)
+        stats = self._update(batch, pending, streamed, layout, old_logp, ref_logp, clock)
         with clock.lap("train"):
             self.scheduler.step()
             self.engine.sync_weights()
         staleness = self.step - current.version
+        scored = pending.result()
+        _, seq_rewards, mask = shape_rows(batch, scored, list(range(batch.completion_mask.shape[0])), self.algo,
+                                          self.cfg.rollout.sampling.max_new_tokens, self.overlong_zone)
         self.step += 1
         with clock.lap("generate_wait"):
             if upcoming is not None:  # the next step's rollouts, sampled meanwhile (scores may be on the way)
@@ -286,7 +292,7 @@ class Trainer:
                 "kept_rollouts": int(mask.any(1).sum()), "update_skipped": stats["skipped"],
                 "reward_errors": scored.errors,
                 "staleness": staleness, "update_streamed": int(streamed),
-                "update_early_groups": int(stats.get("early_groups", 0)),
+                "update_early_groups": stats["early_groups"],
                 "time_generate": batch.timings["generate"], "time_score": scored.seconds,
                 **{f"time_{name}": clock.laps.get(name, 0.0) for name in ("score_wait", "overlapped", "generate_wait",
                                                                           "train")},

@@ -4,14 +4,15 @@ Every advantage estimator here normalises within a group, so a group's advantage
 as soon as its G rollouts are scored; so are its shaping (the overlong penalty is per rollout,
 dynamic sampling drops a whole group or keeps it) and its rows of the loss mask. The loop
 therefore takes the groups as they complete (:meth:`botgrpo.trainer.rewards.StreamedScores.next_groups`,
-fed by the reward server's NDJSON stream as results finish), computes their advantages with the
-same estimator call restricted to their rows, and runs their micro-batches' forward and
-backward (:class:`botgrpo.trainer.run.update.StreamedUpdate`), a few groups at a time in index order
-(:func:`parts_of`), while the rest of the batch is still being scored; the optimizer steps once,
-when the last group is in. The resulting parameters equal the batch update's to float
-tolerance (``tests/test_streamed_update.py``).
+fed by the reward server's NDJSON stream as results finish), a few at a time in index order
+(:func:`scored_parts`, :func:`parts_of`), computes their advantages with the same estimator call
+restricted to their rows, and adds their forward and backward to one
+:class:`botgrpo.trainer.run.update.Update` while the rest of the batch is still being scored; the
+optimizer steps once, when the last group is in. A batch update is the same sequence with one
+part, every group, taken once the whole result is in. The resulting parameters equal the batch
+update's to float tolerance (``tests/test_streamed_update.py``).
 
-Where that equality would not hold (or needs more than this), the step takes the batch path
+Where that equality would not hold (or needs more than this), the step takes one part
 (:func:`streamable` says why): more than one optimizer pass per batch, the asynchronous
 pipeline, more than one process (DDP's backward is a collective: every rank would need the same
 number of them), an estimator not known to be group-local, an aggregation whose normaliser is
@@ -23,13 +24,11 @@ depend on timing, or a resumed run would not repeat the straight one bit for bit
 """
 from __future__ import annotations
 
-import time
-from typing import Any, Callable, Optional
+from typing import Any, Iterator, Optional
 
-import torch
-
-from botgrpo.trainer.algo.advantages import compute_advantages
-from botgrpo.trainer.run.update import STREAMABLE_AGGREGATIONS, StreamedUpdate
+from botgrpo.trainer.rewards import ScoredBatch
+from botgrpo.trainer.run.tracking import Stopwatch
+from botgrpo.trainer.run.update import STREAMABLE_AGGREGATIONS
 
 # Estimators whose advantage for a row depends only on its own group's rows (segment reductions
 # per group id, per-row transforms): computing them on a few whole groups gives the batch's
@@ -75,51 +74,27 @@ def group_rows(groups: list[int], group_size: int) -> list[int]:
     return [g * group_size + k for g in sorted(groups) for k in range(group_size)]
 
 
-def run_streamed_update(update: StreamedUpdate, pending, group_size: int, *,
-                        shape: Callable[[list[int]], tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
-                        layout_for: Callable[[list[int]], Any], estimator: str, estimator_options: dict,
-                        ref_logp: Optional[torch.Tensor], max_grad_norm: float) -> dict[str, float]:
-    """Consume ``pending``'s groups as they complete, then step; returns the update's statistics
-    plus ``early_groups`` (groups whose backward ran before the batch's last score was in),
-    ``score_wait`` (seconds blocked on scores) and ``train`` (seconds of forward/backward and step).
+def scored_parts(pending, num_groups: int, streamed: bool,
+                 clock: Stopwatch) -> Iterator[tuple[list[int], ScoredBatch]]:
+    """The step's groups in the parts its update takes, each with the scores to shape it from, as
+    soon as they are in: ``streamed``, :func:`parts_of` the groups **in index order** (part k waits
+    for part k-1's scores) as ``pending``'s groups complete; otherwise one part holding every
+    group, once the whole result is in. Seconds blocked on scores go to ``clock``'s ``score_wait``.
 
-    Groups are updated in fixed parts (:func:`parts_of`: consecutive groups, at most
-    :data:`MAX_PARTS`) **in index order** (part k waits for part k-1's scores), each with its own
-    micro-batches: the computation, and so the resulting weights bit for bit, do not depend on
-    the order or timing in which scores arrive (a run, and its resume, reproduce).
-    ``shape(rows)`` gives (token rewards, sequence rewards, loss mask) of those rows (whole
-    groups); ``layout_for(rows)`` the update layout of those rows (any subset).
+    The parts are fixed, so the computation, and the resulting weights bit for bit, do not depend
+    on the order or timing in which scores arrive (a run, and its resume, reproduce).
     """
-    waited = computed = 0.0
+    if not streamed:
+        with clock.lap("score_wait"):
+            scored = pending.result()
+        yield list(range(num_groups)), scored
+        return
     arrived: set[int] = set()
-    parts = parts_of(pending.num_groups)
-    done, early = 0, 0
-    while True:
-        started = time.perf_counter()
-        groups = pending.next_groups()
-        waited += time.perf_counter() - started
-        if not groups:
-            break
-        arrived.update(groups)
-        started = time.perf_counter()
-        while done < len(parts) and arrived.issuperset(parts[done]):
-            _update_part(update, parts[done], group_size, shape, layout_for, estimator, estimator_options, ref_logp)
-            early += 0 if pending.done() else len(parts[done])
-            done += 1
-        computed += time.perf_counter() - started
-    started = time.perf_counter()
-    stats = update.finish(max_grad_norm)
-    return {**stats, "early_groups": early, "score_wait": waited, "train": computed + time.perf_counter() - started}
-
-
-def _update_part(update: StreamedUpdate, groups: list[int], group_size: int, shape, layout_for, estimator: str,
-                 estimator_options: dict, ref_logp: Optional[torch.Tensor]) -> None:
-    """Shaping, advantages and backward of some whole groups (rows out of the loss are not run)."""
-    rows = group_rows(groups, group_size)
-    token_rewards, seq_rewards, mask = shape(rows)
-    group_ids = torch.tensor(rows) // group_size
-    advantages = compute_advantages(estimator, token_rewards, mask, group_ids, seq_rewards, **estimator_options)
-    keep = mask.any(1).nonzero().squeeze(1)
-    if keep.numel():
-        chosen = [rows[i] for i in keep.tolist()]
-        update.add(layout_for(chosen), mask[keep], advantages[keep], ref_logp[chosen] if ref_logp is not None else None)
+    for part in parts_of(num_groups):
+        while not arrived.issuperset(part):
+            with clock.lap("score_wait"):
+                groups = pending.next_groups()
+            if not groups:
+                raise RuntimeError(f"the scores ended without groups {sorted(set(part) - arrived)}")
+            arrived.update(groups)
+        yield part, pending.partial
