@@ -169,6 +169,7 @@ def test_the_end_of_sequence_text_openrlhf_decodes_is_cut_off(server):
     (openrlhf_body([PROMPT + RIGHT], [PROMPT, PROMPT], ["42"]), "prompts has 2 entries for 1 queries"),
     (openrlhf_body([PROMPT + RIGHT], [PROMPT], []), "labels has 0 entries"),
     (openrlhf_body([PROMPT + RIGHT], [PROMPT], [""]), "labels[0]: task 'math' needs the reference answer"),
+    (openrlhf_body([PROMPT + RIGHT], [PROMPT], [""]), "OpenRLHF's --data.label_key"),  # what to set, in the refusal
     (openrlhf_body([PROMPT + RIGHT], [PROMPT], [None]), "labels[0]"),
     (json.dumps({"query": [PROMPT + RIGHT], "labels": ["42"]}).encode(), "prompts"),
     (json.dumps({"query": [PROMPT], "prompts": [PROMPT], "labels": ["1"], "extra": 1}).encode(), "extra"),

@@ -122,6 +122,7 @@ def test_a_retried_request_gets_the_same_answer(server):
 
 @pytest.mark.parametrize("task, body, query, needle", [
     ("math", slime_body(PROMPT, RIGHT, None), "", "label: task 'math' needs the reference answer"),
+    ("math", slime_body(PROMPT, RIGHT, None), "", "slime's --label-key"),  # what to set, in the refusal
     ("math", slime_body(PROMPT, RIGHT, ""), "", "label: task 'math' needs"),
     ("math", json.dumps({"prompt": PROMPT, "label": "42"}).encode(), "", "response"),
     ("math", json.dumps({"prompt": PROMPT, "response": RIGHT, "label": "42", "x": 1}).encode(), "", "x"),

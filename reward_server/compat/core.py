@@ -164,6 +164,11 @@ def query_options(http: Request, task: str, reserved: frozenset[str] = RESERVED)
     return options
 
 
+# what a peer sends without its label column set (docs/integrations.md, "A refused sample")
+LABEL_HINT = ("name the answer's column in your trainer: OpenRLHF's --data.label_key (it sends \"\" without it), "
+              "slime's --label-key (null without it)")
+
+
 def _answer_label(label: Any, where: str) -> dict[str, Any]:
     """``math``: the reference answer, a string or a number (``"\\frac{1}{2}"``, ``42``), or an
     object that holds it as ``answer``; an empty label, or an object without an answer, is a 422
@@ -181,7 +186,7 @@ def _answer_label(label: Any, where: str) -> dict[str, Any]:
     if isinstance(label, str) and label.strip():
         return {"answer": label}
     raise RequestRejected(422, f"{where}: task 'math' needs the reference answer as the label "
-                               f"(a non-empty string or a number), got {_show(label)}")
+                               f"(a non-empty string or a number), got {_show(label)}; {LABEL_HINT}")
 
 
 def _spec_reference(label: Any, where: str) -> Optional[dict[str, Any]]:
