@@ -12,7 +12,7 @@
 // render thread with its own heap limit. `lint` adds the lint findings of the engine it names
 // (LINT_ENGINES): oxlint's (lib/oxlint.mjs, batched; also `true`) or ESLint's (lib/lint.mjs).
 // `summary: false` skips the spec summary (lib/summary.mjs; the response's `summary` is then {})
-// and, at level syntax, TypeScript's parse that only the summary needs: about half the worker's
+// and, at level syntax, TypeScript's parse that only the summary needs: most of the worker's
 // CPU a file under the lint (issue 38). Levels build and typecheck parse anyway (their import
 // and isolation policies read the AST); render always summarises (it picks the component so).
 //
