@@ -79,13 +79,14 @@ def component(n: int) -> str:
     return _TEMPLATE.format(n=n)
 
 
-def bench_pool(pool: NodePool, codes: list[str], level: str, *, lint: bool = False, warmup: int = 20) -> float:
-    """Files per second through ``pool`` at ``level`` (``lint``: ESLint too), after a warm-up on
-    ``warmup`` other files per worker."""
+def bench_pool(pool: NodePool, codes: list[str], level: str, *, lint: bool = False, warmup: int = 20,
+               summary: bool = True) -> float:
+    """Files per second through ``pool`` at ``level`` (``lint``: ESLint too; ``summary``: the spec
+    summary too), after a warm-up on ``warmup`` other files per worker."""
     extra = [component(100_000 + i) for i in range(warmup * pool.size)]
-    pool.compile_many(extra, level=level, lint=lint)
+    pool.compile_many(extra, level=level, lint=lint, summary=summary)
     started = time.perf_counter()
-    results = pool.compile_many(codes, level=level, lint=lint)
+    results = pool.compile_many(codes, level=level, lint=lint, summary=summary)
     elapsed = time.perf_counter() - started
     assert all(r.ok for r in results), [r.diagnostics for r in results if not r.ok][:1]
     if level == "render":

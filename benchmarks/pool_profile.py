@@ -35,11 +35,13 @@ from botgrpo.sandbox.node_pool import NodePool
 
 TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 STAGES_SCRIPT = Path(__file__).with_name("pool_profile.mjs")
-#: (label, level, lint, syntax engine) of each pool mode measured: oxc's path (the default) and
-#: esbuild's transform on every file (the path before) for the syntax level.
-MODES = (("syntax, oxc path", "syntax", False, "oxc"), ("syntax, esbuild path", "syntax", False, "esbuild"),
-         ("syntax + oxlint, oxc path", "syntax", "oxlint", "oxc"),
-         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild"), ("build", "build", False, "oxc"))
+#: (label, level, lint, syntax engine, summary) of each pool mode measured: oxc's path (the default)
+#: and esbuild's transform on every file (the path before) for the syntax level; the lint with no
+#: spec summary (what the react scorer asks for a rollout with no spec) and with it.
+MODES = (("syntax, oxc path", "syntax", False, "oxc", True), ("syntax, esbuild path", "syntax", False, "esbuild", True),
+         ("syntax + oxlint, oxc path, no summary", "syntax", "oxlint", "oxc", False),
+         ("syntax + oxlint, oxc path", "syntax", "oxlint", "oxc", True),
+         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild", True), ("build", "build", False, "oxc", True))
 
 
 def process_kind(pid: int) -> str:
@@ -71,12 +73,12 @@ def group_ticks(groups: set[int]) -> dict[int, tuple[str, int]]:
     return out
 
 
-def pool_mode(pool: NodePool, codes: list[str], level: str, lint, warmup: int) -> dict[str, float]:
+def pool_mode(pool: NodePool, codes: list[str], level: str, lint, warmup: int, summary: bool = True) -> dict[str, float]:
     """CPU ms per file of each process kind for one mode, and the wall rate."""
-    pool.compile_many([component(200_000 + i) for i in range(warmup * pool.size)], level=level, lint=lint)
+    pool.compile_many([component(200_000 + i) for i in range(warmup * pool.size)], level=level, lint=lint, summary=summary)
     groups = set(pool.worker_pids())
     before, py0, t0 = group_ticks(groups), time.process_time(), time.perf_counter()
-    results = pool.compile_many(codes, level=level, lint=lint)
+    results = pool.compile_many(codes, level=level, lint=lint, summary=summary)
     wall, py1, after = time.perf_counter() - t0, time.process_time(), group_ticks(groups)
     assert all(r.ok for r in results)
     per_kind: dict[str, float] = {"python (pool, dispatchers, JSON, pipes)": (py1 - py0) * 1000 / len(codes)}
@@ -160,8 +162,8 @@ def main(argv=None) -> None:
     with NodePool(size=2, syntax_engine="oxc") as oxc, NodePool(size=2, syntax_engine="esbuild") as esbuild:
         pools = {"oxc": oxc, "esbuild": esbuild}
         print(f"pools of 2 workers, layers: {', '.join(sorted(oxc.active_layers()))}")
-        for label, level, lint, engine in MODES:
-            row = pool_mode(pools[engine], codes, level, lint, args.warmup)
+        for label, level, lint, engine, summary in MODES:
+            row = pool_mode(pools[engine], codes, level, lint, args.warmup, summary)
             rate = row.pop("files/s (wall)")
             total = sum(row.values())
             print(f"\n## pool, {label}: {rate:.0f} files/s wall, {total:.2f} ms CPU a file in all")

@@ -216,11 +216,13 @@ class NodePool:
     # -- compiling -----------------------------------------------------------------------
 
     def submit(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool | str = False,
-               render: RenderOptions | None = None) -> Future:
+               render: RenderOptions | None = None, summary: bool = True) -> Future:
         """Queue one file; the Future resolves to a CompileResult (never an exception).
         ``lint`` adds the lint findings (``result.lint``) of the engine it names (a key of
         :data:`LINT_ENGINES`; ``True``: oxlint, the default); ``render`` holds the options of
         level ``render`` (props, empty-render policy, timeout_ms, ...: ``sandbox/README.md``).
+        ``summary=False``: the caller reads no ``result.summary`` (no spec to check), so the
+        worker skips it ({}), and at level ``syntax`` TypeScript's parse too (render always makes it).
         Raises :class:`~sandbox.isolation.IsolationUnavailable` for ``render`` on a host
         without the layers it needs (see the module docstring)."""
         if level not in LEVELS:
@@ -229,7 +231,7 @@ class NodePool:
             raise ValueError(f"lint must be a bool or one of {tuple(LINT_ENGINES)}, got {lint!r}")
         if level == "render":
             self.check_render()
-        return self._submit(code, level, tuple(str(a) for a in allow), lint, render)
+        return self._submit(code, level, tuple(str(a) for a in allow), lint, render, summary)
 
     def render_refusal(self) -> str | None:
         """Why this pool will not render (None: it will), from its active layers."""
@@ -243,9 +245,11 @@ class NodePool:
             raise iso.IsolationUnavailable(missing, reason)
 
     def _submit(self, code: str, level: str, allow: tuple[str, ...], lint: bool | str = False,
-                render: RenderOptions | None = None) -> Future:
+                render: RenderOptions | None = None, summary: bool = True) -> Future:
         future: Future = Future()
         extra: dict[str, Any] = {"lint": lint} if lint else {}
+        if not summary:
+            extra["summary"] = False
         if level == "render":
             extra["render"] = dict(render or {})
         job = Job(code=code, level=level, allow=allow, future=future, extra=extra, budget_s=self._budget_s(level, extra))
@@ -281,30 +285,33 @@ class NodePool:
         job.resolve(failure(job.code, "Compile pool closed", crashed=True))
 
     def compile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool | str = False,
-                render: RenderOptions | None = None) -> CompileResult:
-        return self.submit(code, level, allow, lint=lint, render=render).result()
+                render: RenderOptions | None = None, summary: bool = True) -> CompileResult:
+        return self.submit(code, level, allow, lint=lint, render=render, summary=summary).result()
 
     def compile_many(self, codes: Sequence[str], level: str = "build", allow: Iterable[str] = (), *,
                      lint: bool | str = False,
-                     render: RenderOptions | Sequence[RenderOptions | None] | None = None) -> list[CompileResult]:
+                     render: RenderOptions | Sequence[RenderOptions | None] | None = None,
+                     summary: bool | Sequence[bool] = True) -> list[CompileResult]:
         """Compile files in parallel over all workers; results keep the input order. ``render``
-        is one options mapping for every file or a sequence of them, one per file."""
+        is one options mapping for every file or a sequence of them, one per file; ``summary``
+        one bool or one per file (see :meth:`submit`)."""
         allow = tuple(allow)
-        per_file = _per_file(render, len(codes))
-        futures = [self.submit(code, level, allow, lint=lint, render=options) for code, options in zip(codes, per_file)]
+        jobs = zip(codes, _per_file(render, len(codes)), _per_file_summary(summary, len(codes)))
+        futures = [self.submit(code, level, allow, lint=lint, render=options, summary=wanted) for code, options, wanted in jobs]
         return [f.result() for f in futures]
 
     async def acompile(self, code: str, level: str = "build", allow: Iterable[str] = (), *, lint: bool | str = False,
-                       render: RenderOptions | None = None) -> CompileResult:
-        return await asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=render))
+                       render: RenderOptions | None = None, summary: bool = True) -> CompileResult:
+        return await asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=render, summary=summary))
 
     async def acompile_many(self, codes: Sequence[str], level: str = "build", allow: Iterable[str] = (), *,
                             lint: bool | str = False,
-                            render: RenderOptions | Sequence[RenderOptions | None] | None = None) -> list[CompileResult]:
+                            render: RenderOptions | Sequence[RenderOptions | None] | None = None,
+                            summary: bool | Sequence[bool] = True) -> list[CompileResult]:
         allow = tuple(allow)
-        per_file = _per_file(render, len(codes))
-        futures = [asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=options))
-                   for code, options in zip(codes, per_file)]
+        jobs = zip(codes, _per_file(render, len(codes)), _per_file_summary(summary, len(codes)))
+        futures = [asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=options, summary=wanted))
+                   for code, options, wanted in jobs]
         return list(await asyncio.gather(*futures))
 
     def _debug(self, level: str, code: str = "", **fields: object) -> Future:
@@ -319,6 +326,15 @@ class NodePool:
 def tsgo_timeout_s(timeout_s: float) -> float:
     """CPU-time limit of one tsgo (or oxlint) run for a pool whose per-rollout budget is ``timeout_s``."""
     return max(0.5, round(timeout_s * 0.45, 3))
+
+
+def _per_file_summary(summary: bool | Sequence[bool], n: int) -> list[bool]:
+    if isinstance(summary, bool):
+        return [summary] * n
+    wanted = [bool(s) for s in summary]
+    if len(wanted) != n:
+        raise ValueError(f"summary flags for {len(wanted)} files, but {n} files")
+    return wanted
 
 
 def _per_file(render: Any, n: int) -> list[Any]:

@@ -295,3 +295,31 @@ def test_component_declared_separates_the_task_from_a_compiling_fragment(scorer)
     plain = scorer.score_batch([Rollout(completion="```tsx\n<div/>;\n```\n", reference={"spec": {"elements": ["div"]}})],
                                ReactOptions(level="build"))[0]
     assert plain.details["component_declared"] is None  # a spec that names no component
+
+
+def test_the_summary_is_asked_for_only_where_a_spec_reads_it(scorer, monkeypatch):
+    """The worker skips the summary (and at level syntax its TypeScript parse) for a rollout with
+    no spec or a malformed one; every score, blame and detail is what the summary always gave."""
+    broken = COUNTER.replace("</button>", "</buton>")
+    rollouts = [Rollout(COUNTER, reference={"spec": SPEC}), Rollout(COUNTER), Rollout(broken),
+                Rollout(COUNTER, reference={"spec": {"colour": "red"}}), Rollout(broken, reference={"spec": SPEC}),
+                Rollout(COUNTER.replace("Counter", "Clicker"), reference={"spec": SPEC})]
+    real = scorer.pool.compile_many
+    asked = []
+
+    def lazy(*args, summary=True, **kwargs):
+        asked.append(summary)
+        return real(*args, summary=summary, **kwargs)
+
+    def always(*args, summary=True, **kwargs):
+        return real(*args, summary=True, **kwargs)
+
+    view = lambda r: (r.score, r.passed, r.local, r.local_default,  # noqa: E731
+                      {k: v for k, v in r.details.items() if k != "compile_s"})
+    for level in ("syntax", "build", "typecheck"):
+        opts = ReactOptions(level=level, lint="fail")
+        monkeypatch.setattr(scorer.pool, "compile_many", lazy)
+        got = [view(r) for r in scorer.score_batch(rollouts, opts)]
+        monkeypatch.setattr(scorer.pool, "compile_many", always)
+        assert got == [view(r) for r in scorer.score_batch(rollouts, opts)], level
+    assert asked == [[True, False, False, False, True, True]] * 3

@@ -5,7 +5,9 @@ path before), on every file of the corpora the blame, fuzz and hack suites use: 
 React corpus, SmolLM2's real failures, the hack and honest components of the React and render
 hack suites, the UI-library components, and the fuzz suite's hostile pieces, alone and spliced
 into the real failures (deterministically: a seeded sample, so a difference can be rerun).
-Any difference is listed in the failure message."""
+Any difference is listed in the failure message. The same holds without the summary
+(``summary=False``, what the react scorer asks for a file with no spec: oxc's answer alone then
+skips esbuild, with no TypeScript parse), against esbuild's path with it, the summary aside."""
 from __future__ import annotations
 
 import random
@@ -101,6 +103,7 @@ def test_oxc_and_esbuild_give_the_same_verdicts_and_blame_on_every_corpus_file(f
         pools = {"oxc": oxc, "esbuild": esbuild}
         views = {name: [_view(r) for r in pool.compile_many(files, level="syntax", lint="oxlint")]
                  for name, pool in pools.items()}
+        bare = [_view(r) for r in oxc.compile_many(files, level="syntax", lint="oxlint", summary=False)]
         differing = [i for i, (o, e) in enumerate(zip(views["oxc"], views["esbuild"])) if o != e]
         again = {name: [_view(r) for r in pool.compile_many([files[i] for i in differing], level="syntax", lint="oxlint")]
                  for name, pool in pools.items()}
@@ -113,6 +116,17 @@ def test_oxc_and_esbuild_give_the_same_verdicts_and_blame_on_every_corpus_file(f
     assert len(differing) <= 5
     verdicts = {v[0] for v in views["esbuild"]}
     assert verdicts == {True, False}, "the corpora hold files of both verdicts"
+    # without the summary: every summary is {}, and all else is esbuild's path's answer, except
+    # where that answer was the refusal of a file too deep for TypeScript's parser (which only
+    # the summary needed): oxc's path then has no refusal to make, and accepts or lints the file
+    assert all(b[4] == {} for b in bare)
+    strip = lambda view: view[:4] + view[5:]  # noqa: E731
+    bare_differing = [(i, files[i][:200], b[:4], e[:4]) for i, (b, e) in enumerate(zip(bare, views["esbuild"]))
+                      if strip(b) != strip(e)]
+    unexplained = [d for d in bare_differing if not (deep(views["esbuild"][d[0]]) or deep(views["oxc"][d[0]]))]
+    assert not unexplained, f"{len(unexplained)} of {len(files)} files differ without the summary:\n" + \
+        "\n".join(map(repr, unexplained[:20]))
+    assert len(bare_differing) <= 20, bare_differing
 
 
 # Constructs that exhaust an 8 MB native stack in oxc's parser within a few thousand levels
@@ -139,13 +153,16 @@ def test_deep_nesting_at_the_size_cap_is_judged_as_esbuild_judges_it():
     for engine in ("oxc", "esbuild"):
         with NodePool(size=2, syntax_engine=engine) as pool:
             views[engine] = [_view(r) for r in pool.compile_many(codes, level="syntax")]
+            # without the summary no TypeScript parse: oxc's answer alone against esbuild's alone
+            views[engine, "bare"] = [_view(r) for r in pool.compile_many(codes, level="syntax", summary=False)]
             stats[engine] = pool.stats()
     assert stats["oxc"]["crashes"] == 0, stats  # a native stack overflow would be a crash
     # esbuild's own transform of 8,192 nested blocks takes ~5 s on a loaded machine (before oxc
     # too): a timeout there is esbuild's, so only the files neither pool timed out are compared
-    compared = [(o, e) for o, e in zip(views["oxc"], views["esbuild"]) if not (o[1] or e[1])]
-    assert len(compared) >= len(codes) - 4 and all(o == e for o, e in compared), compared
-    assert not any(view[1] for view in views["oxc"][0::2])  # under the cap oxc's path answers at once
+    for oxc, esb in ((views["oxc"], views["esbuild"]), (views["oxc", "bare"], views["esbuild", "bare"])):
+        compared = [(o, e) for o, e in zip(oxc, esb) if not (o[1] or e[1])]
+        assert len(compared) >= len(codes) - 4 and all(o == e for o, e in compared), compared
+        assert not any(view[1] for view in oxc[0::2])  # under the cap oxc's path answers at once
 
 
 def test_an_unknown_syntax_engine_is_refused():

@@ -161,12 +161,14 @@ class ReactScorer:
         opts = options if isinstance(options, ReactOptions) else ReactOptions.model_validate(options)
         blocks = [extract_code(r.completion, r.truncated) for r in rollouts]
         todo = [i for i, b in enumerate(blocks) if b is not None and b.terminated]
+        specs = [_spec_of(rollouts[i]) for i in todo]
         render = None
         if opts.level == "render":
-            specs = [_spec_of(rollouts[i]) for i in todo]
             render = [rr.sandbox_render_options(opts, spec if isinstance(spec, Spec) else None) for spec in specs]
+        # only a spec reads the summary (_violations, component_declared): without one the worker skips it
         results = self.pool.compile_many([blocks[i].code for i in todo], opts.level, self._allow,
-                                         lint=rr.sandbox_lint(opts), render=render)
+                                         lint=rr.sandbox_lint(opts), render=render,
+                                         summary=[isinstance(spec, Spec) for spec in specs])
         compiled = dict(zip(todo, results))
         scored = [self._score_one(r, blocks[i], compiled.get(i), opts) for i, r in enumerate(rollouts)]
         if opts.screenshot and opts.level == "render":

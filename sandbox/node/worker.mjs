@@ -1,7 +1,8 @@
 // Long-lived compile worker: reads one JSON request per stdin line, writes one JSON response
 // per stdout line (in completion order; responses carry the request id).
 //   request:  {"id", "code", "level": "syntax"|"build"|"typecheck"|"render", "allow": [module, ...],
-//              "lint"?: bool | "oxlint" | "eslint", "render"?: {props, component, empty, wrappers, timeout_ms, ...}}
+//              "lint"?: bool | "oxlint" | "eslint", "render"?: {props, component, empty, wrappers, timeout_ms, ...},
+//              "summary"?: bool}
 //   response: {"id", "ok", "diagnostics": [{start, end, line, col, message, severity, rule?, related?}], "summary",
 //              "lint"?: [diagnostic + rule], "render"?: {status, message, html, ...},
 //              "timed_out"?, "crashed"?, "budget"?: "time"|"memory", "poisoned"?}
@@ -10,6 +11,10 @@
 // build + executing the component and rendering it server-side (lib/render/level.mjs) on a
 // render thread with its own heap limit. `lint` adds the lint findings of the engine it names
 // (LINT_ENGINES): oxlint's (lib/oxlint.mjs, batched; also `true`) or ESLint's (lib/lint.mjs).
+// `summary: false` skips the spec summary (lib/summary.mjs; the response's `summary` is then {})
+// and, at level syntax, TypeScript's parse that only the summary needs: most of the worker's
+// CPU a file under the lint (issue 38). Levels build and typecheck parse anyway (their import
+// and isolation policies read the AST); render always summarises (it picks the component so).
 //
 // Poisoning: when a compiler service fails (esbuild's Go process died, e.g. out of memory, or
 // tsgo cannot check even a known-good file), this worker can give no more trustworthy
@@ -92,9 +97,6 @@ const LINT_ENGINES = {
 };
 const DEFAULT_LINT_ENGINE = "oxlint";
 
-/** A compile's summary -> the parse it came from, which the lint reuses to place spans. */
-const parsed = new WeakMap();
-
 /** The lint engine a request asks for (null: no lint). */
 function lintEngine(request) {
   if (!request.lint) return null;
@@ -147,17 +149,23 @@ async function compile(request) {
   engine?.reserve();  // a batching engine waits for this file's lint before it runs
   let linted = false;
   let response;
+  let passed;  // the file passed the level's untyped checks: it gets the lint
   try {
-    response = level === "render" ? await render(request, code, allow, engine, () => { linted = true; })
-      : await compileLevel(code, level, allow, request);
-    if (engine && !linted && response.summary && Object.keys(response.summary).length > 0) {
-      linted = true;
-      response.lint = await engine.lint(code, request, parsed.get(response.summary));
+    if (level === "render") {
+      response = await render(request, code, allow, engine, () => { linted = true; });
+      passed = response.summary && Object.keys(response.summary).length > 0;
+    } else {
+      const compiled = await compileLevel(code, level, allow, request, request.summary !== false);
+      ({ response, passed } = compiled);
+      if (engine && passed) {
+        linted = true;
+        response.lint = await engine.lint(code, request, compiled.sourceFile);  // its parse places spans
+      }
     }
   } finally {
     if (engine && !linted) engine.cancel();
   }
-  if (request.lint && response.summary && Object.keys(response.summary).length > 0) refuseLintDirectives(code, response);
+  if (request.lint && passed) refuseLintDirectives(code, response);
   return response;
 }
 
@@ -185,44 +193,49 @@ async function render(request, code, allow, engine, onLint) {
   return response;
 }
 
-async function compileLevel(code, level, allow, request) {
-  if (level !== "typecheck") return (await compileUntyped(code, level, allow)).response;
+/** {response, passed (the untyped checks passed: the lint runs), sourceFile (TypeScript's parse, or null)}. */
+async function compileLevel(code, level, allow, request, wantSummary) {
+  if (level !== "typecheck") return compileUntyped(code, level, allow, wantSummary);
   batcher.reserve();
   let submitted = false;
   try {
-    const { response, sourceFile } = await compileUntyped(code, level, allow);
-    if (!response.ok) return response;
+    const untyped = await compileUntyped(code, level, allow, wantSummary);
+    const { response, sourceFile } = untyped;
+    if (!response.ok) return untyped;
+    const done = (fields) => ({ response: { ...fields, summary: response.summary }, passed: true, sourceFile });
     const starts = lineStarts(code);
     const toDiagnostic = ([s, e, m]) => makeDiagnostic(starts, s, e, m);
     const parseDiagnostics = parseErrors(sourceFile).map(toDiagnostic);
-    if (parseDiagnostics.length > 0) return { ok: false, diagnostics: parseDiagnostics, summary: response.summary };
+    if (parseDiagnostics.length > 0) return done({ ok: false, diagnostics: parseDiagnostics });
     const refusals = policyViolations(sourceFile, allow).map(toDiagnostic);
-    if (refusals.length > 0) return { ok: false, diagnostics: refusals, summary: response.summary };
+    if (refusals.length > 0) return done({ ok: false, diagnostics: refusals });
     submitted = true;
     const checked = await batcher.submit(code, allow, debugEnabled ? request.debug_tsgo : null, sourceFile);
     const ok = checked.diagnostics.length === 0 && !checked.timedOut && !checked.crashed;
-    return { ok, diagnostics: checked.diagnostics, summary: response.summary,
-             timed_out: checked.timedOut, crashed: checked.crashed, ...(checked.budget ? { budget: checked.budget } : {}) };
+    return done({ ok, diagnostics: checked.diagnostics,
+                  timed_out: checked.timedOut, crashed: checked.crashed, ...(checked.budget ? { budget: checked.budget } : {}) });
   } finally {
     if (!submitted) batcher.cancel();
   }
 }
 
-/** Syntax (lib/syntax.mjs) or build (esbuild bundle) check, then the structural summary. */
-async function compileUntyped(code, level, allow) {
-  const checked = level === "syntax" ? await SYNTAX_ENGINES[SYNTAX_ENGINE](code)
+/** Syntax (lib/syntax.mjs) or build (esbuild bundle) check, then the structural summary when
+ * wanted. TypeScript's parse is made only where something reads it: the build level's import
+ * policy, the summary, or the oxc syntax path's second opinion when the summary pays for it. */
+async function compileUntyped(code, level, allow, wantSummary) {
+  const checked = level === "syntax" ? await SYNTAX_ENGINES[SYNTAX_ENGINE](code, { parse: wantSummary })
     : { diagnostics: await checkBuild(code, allow), sourceFile: null };
   const { diagnostics } = checked;
-  if (diagnostics.length > 0) return { response: { ok: false, diagnostics, summary: {} }, sourceFile: null };
-  const sourceFile = checked.sourceFile ?? parseTsx(code);
+  const failed = (ds) => ({ response: { ok: false, diagnostics: ds, summary: {} }, passed: false, sourceFile: null });
+  if (diagnostics.length > 0) return failed(diagnostics);
+  const sourceFile = checked.sourceFile ?? (level !== "syntax" || wantSummary ? parseTsx(code) : null);
   if (level !== "syntax") {
     const starts = lineStarts(code);
     const missing = libraryImportErrors(sourceFile, allow).map(([s, e, m]) => makeDiagnostic(starts, s, e, m));
-    if (missing.length > 0) return { response: { ok: false, diagnostics: missing, summary: {} }, sourceFile: null };
+    if (missing.length > 0) return failed(missing);
   }
-  const summary = summarize(sourceFile);
-  parsed.set(summary, sourceFile);
-  return { response: { ok: true, diagnostics: [], summary }, sourceFile };
+  const summary = wantSummary ? summarize(sourceFile) : {};
+  return { response: { ok: true, diagnostics: [], summary }, passed: true, sourceFile };
 }
 
 function describeFailure(error) {

@@ -1,6 +1,6 @@
 // oxc-parser (Rust, pinned in package-lock.json) as the fast path of level "syntax": a file that
-// oxc parses with no parse or semantic error, and TypeScript's parser too (the worker parses it
-// anyway, for the summary), is accepted without esbuild's transform; any other file goes to
+// oxc parses with no parse or semantic error, and TypeScript's parser too when the worker parses
+// it anyway, for the summary (else oxc's answer alone), is accepted without esbuild's transform; any other file goes to
 // esbuild (lib/syntax.mjs), whose verdict and diagnostics stay the level's. So oxc never
 // writes a diagnostic: a file both parsers accept that esbuild would reject is the one way the
 // verdicts can differ (tests/test_syntax_engines.py compares the engines on every corpus).
