@@ -7,11 +7,15 @@ wall clock but hardly the table; the shares are what to read):
   benchmark components (``benchmarks.compile_throughput.component``) per mode; the CPU of this
   Python process (submit, dispatcher threads, JSON, pipes: ``time.process_time``) and of each
   process in the workers' process groups (``/proc``: the Node worker, esbuild's Go service, the
-  oxlint host, bwrap) is read before and after; level ``syntax`` by oxc's path and by esbuild's
-  (``NodePool(syntax_engine=...)``).
+  oxlint host, the warm tsgo server the worker starts for level typecheck, bwrap) is read before
+  and after, a process's own CPU apart from its reaped children's (a spawned tsgo run); level
+  ``syntax`` by oxc's path and by esbuild's (``NodePool(syntax_engine=...)``); ``typecheck``
+  with and without the spec summary. ``--only typecheck --rounds 2`` repeats those modes only.
 * stages: one unsandboxed Node process runs each stage of the worker on the same files, one file
   at a time after a warm-up (``benchmarks/pool_profile.mjs``), with its own CPU
-  (``process.cpuUsage``) and its children's (esbuild's service) from ``/proc``.
+  (``process.cpuUsage``) and its children's (esbuild's service, the tsgo server) from ``/proc``;
+  for typecheck, each stage the worker runs a file through, and the tsgo server on batches of
+  128 down to 1 file (its cost per run and per file).
 * functions (``--cpu-prof N``): one unsandboxed worker (``sandbox/node/worker.mjs`` under
   ``node --cpu-prof``) answers N ``syntax`` + oxlint requests in batches of 32 as the dispatcher
   sends them; V8's sampled profile is summed per function (self and inclusive ms a file, start-up
@@ -37,15 +41,18 @@ TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 STAGES_SCRIPT = Path(__file__).with_name("pool_profile.mjs")
 #: (label, level, lint, syntax engine, summary) of each pool mode measured: oxc's path (the default)
 #: and esbuild's transform on every file (the path before) for the syntax level; the lint with no
-#: spec summary (what the react scorer asks for a rollout with no spec) and with it.
+#: spec summary (what the react scorer asks for a rollout with no spec) and with it; level
+#: typecheck likewise without the summary and with it.
 MODES = (("syntax, oxc path", "syntax", False, "oxc", True), ("syntax, esbuild path", "syntax", False, "esbuild", True),
          ("syntax + oxlint, oxc path, no summary", "syntax", "oxlint", "oxc", False),
          ("syntax + oxlint, oxc path", "syntax", "oxlint", "oxc", True),
-         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild", True), ("build", "build", False, "oxc", True))
+         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild", True), ("build", "build", False, "oxc", True),
+         ("typecheck, no summary", "typecheck", False, "oxc", False), ("typecheck", "typecheck", False, "oxc", True))
 
 
 def process_kind(pid: int) -> str:
-    """A worker-group process by what it runs: node worker, oxlint host, esbuild, bwrap, ..."""
+    """A worker-group process by what it runs: node worker, oxlint host, esbuild, the warm tsgo
+    server (``tsc --api``, lib/tsgo-server.mjs), bwrap, ..."""
     try:
         comm = Path(f"/proc/{pid}/comm").read_text().strip()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -53,13 +60,17 @@ def process_kind(pid: int) -> str:
         return "gone"
     if "oxlint-host" in cmdline:
         return "oxlint host (node + Rust)"
+    if comm == "tsc" and " --api" in cmdline:
+        return "tsgo server (Go)"
     if comm == "node":
         return "node worker"
     return comm
 
 
-def group_ticks(groups: set[int]) -> dict[int, tuple[str, int]]:
-    """pid -> (kind, utime + stime + reaped children's ticks) for processes in ``groups``."""
+def process_ticks(groups: set[int]) -> dict[int, tuple[str, int, int]]:
+    """pid -> (kind, own utime + stime, reaped children's cutime + cstime) for the processes in
+    the process groups ``groups``. A child that has exited and been waited for (a spawned tsgo
+    run, a dead tsgo server) is no longer listed: its CPU is in its parent's reaped ticks."""
     out = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -69,22 +80,39 @@ def group_ticks(groups: set[int]) -> dict[int, tuple[str, int]]:
         except OSError:
             continue
         if int(fields[2]) in groups:
-            out[int(entry)] = (process_kind(int(entry)), sum(int(x) for x in fields[11:15]))
+            out[int(entry)] = (process_kind(int(entry)), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]))
     return out
+
+
+def group_ticks(groups: set[int]) -> dict[int, tuple[str, int]]:
+    """pid -> (kind, utime + stime + reaped children's ticks) for processes in ``groups``."""
+    return {pid: (kind, own + reaped) for pid, (kind, own, reaped) in process_ticks(groups).items()}
+
+
+def cpu_by_kind(before: dict[int, tuple[str, int, int]], after: dict[int, tuple[str, int, int]]) -> dict[str, int]:
+    """Ticks spent between two :func:`process_ticks` readings, by process kind; what a process's
+    reaped children spent goes to "<kind>: reaped children" (a process started in between counts
+    from zero; one that ended in between counts in its parent's reaped children)."""
+    spent: dict[str, int] = {}
+    for pid, (kind, own, reaped) in after.items():
+        _, own0, reaped0 = before.get(pid, (kind, 0, 0))
+        spent[kind] = spent.get(kind, 0) + own - own0
+        if reaped - reaped0:
+            spent[f"{kind}: reaped children"] = spent.get(f"{kind}: reaped children", 0) + reaped - reaped0
+    return spent
 
 
 def pool_mode(pool: NodePool, codes: list[str], level: str, lint, warmup: int, summary: bool = True) -> dict[str, float]:
     """CPU ms per file of each process kind for one mode, and the wall rate."""
     pool.compile_many([component(200_000 + i) for i in range(warmup * pool.size)], level=level, lint=lint, summary=summary)
     groups = set(pool.worker_pids())
-    before, py0, t0 = group_ticks(groups), time.process_time(), time.perf_counter()
+    before, py0, t0 = process_ticks(groups), time.process_time(), time.perf_counter()
     results = pool.compile_many(codes, level=level, lint=lint, summary=summary)
-    wall, py1, after = time.perf_counter() - t0, time.process_time(), group_ticks(groups)
+    wall, py1, after = time.perf_counter() - t0, time.process_time(), process_ticks(groups)
     assert all(r.ok for r in results)
     per_kind: dict[str, float] = {"python (pool, dispatchers, JSON, pipes)": (py1 - py0) * 1000 / len(codes)}
-    for pid, (kind, ticks) in after.items():
-        spent = ticks - before.get(pid, (kind, 0))[1]
-        per_kind[kind] = per_kind.get(kind, 0.0) + spent * TICK_MS / len(codes)
+    for kind, ticks in cpu_by_kind(before, after).items():
+        per_kind[kind] = ticks * TICK_MS / len(codes)
     per_kind["files/s (wall)"] = len(codes) / wall
     return per_kind
 
@@ -156,13 +184,15 @@ def main(argv=None) -> None:
     p.add_argument("--warmup", type=int, default=300, help="warm-up files per worker before each mode")
     p.add_argument("--cpu-prof", type=int, default=0, metavar="N",
                    help="also profile one unsandboxed worker over N syntax+oxlint files, per engine")
+    p.add_argument("--only", default="", metavar="TEXT", help="pool modes whose label contains TEXT only")
+    p.add_argument("--rounds", type=int, default=1, help="measure the pool modes this many times, interleaved")
     args = p.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     codes = [component(i) for i in range(args.files)]
     with NodePool(size=2, syntax_engine="oxc") as oxc, NodePool(size=2, syntax_engine="esbuild") as esbuild:
         pools = {"oxc": oxc, "esbuild": esbuild}
         print(f"pools of 2 workers, layers: {', '.join(sorted(oxc.active_layers()))}")
-        for label, level, lint, engine, summary in MODES:
+        for label, level, lint, engine, summary in [m for _ in range(args.rounds) for m in MODES if args.only in m[0]]:
             row = pool_mode(pools[engine], codes, level, lint, args.warmup, summary)
             rate = row.pop("files/s (wall)")
             total = sum(row.values())

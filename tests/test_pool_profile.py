@@ -29,3 +29,36 @@ def test_self_and_inclusive_time_per_function(tmp_path):
     inclusive = lines[lines.index("    -- inclusive (ms a file, share of the non-idle samples)") + 1:]
     assert inclusive[0].split() == ["3.000", "100.0%", "summarize", "a.mjs"]
     assert not any("(idle)" in line or "(root)" in line for line in lines[1:])
+
+
+def test_cpu_by_kind_keeps_reaped_children_apart():
+    from benchmarks.pool_profile import cpu_by_kind
+
+    before = {10: ("node worker", 100, 5), 11: ("tsgo server (Go)", 50, 0), 12: ("esbuild", 7, 0)}
+    # 13 started in between (counts from zero); 12 ended in between (its CPU is in the parent's reaped ticks)
+    after = {10: ("node worker", 130, 25), 11: ("tsgo server (Go)", 90, 0), 13: ("tsc", 4, 0)}
+    assert cpu_by_kind(before, after) == {"node worker": 30, "node worker: reaped children": 20,
+                                          "tsgo server (Go)": 40, "tsc": 4}
+
+
+def test_process_ticks_sees_a_group_and_its_reaped_children():
+    import subprocess
+    import sys
+
+    from benchmarks.pool_profile import TICK_MS, process_ticks
+
+    # a group leader that reaps a busy child (~0.3 s of CPU), then waits to be read
+    script = ("import subprocess, sys, time; subprocess.run([sys.executable, '-c', "
+              "'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.3: pass']); "
+              "print('done', flush=True); time.sleep(30)")
+    leader = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert leader.stdout.readline().strip() == "done"
+        ticks = process_ticks({leader.pid})
+        assert set(ticks) == {leader.pid}
+        kind, own, reaped = ticks[leader.pid]
+        assert kind.startswith("python")
+        assert reaped * TICK_MS >= 250
+    finally:
+        leader.kill()
+        leader.wait()
