@@ -42,12 +42,15 @@ STAGES_SCRIPT = Path(__file__).with_name("pool_profile.mjs")
 #: (label, level, lint, syntax engine, summary) of each pool mode measured: oxc's path (the default)
 #: and esbuild's transform on every file (the path before) for the syntax level; the lint with no
 #: spec summary (what the react scorer asks for a rollout with no spec) and with it; level
-#: typecheck likewise without the summary and with it.
+#: typecheck likewise without the summary and with it, and without it from a pool whose dispatchers
+#: send a worker up to 64 files at a time (NodePool(max_batch=64): tsgo runs of up to 64, the
+#: worker batcher's own cap, instead of 32).
 MODES = (("syntax, oxc path", "syntax", False, "oxc", True), ("syntax, esbuild path", "syntax", False, "esbuild", True),
          ("syntax + oxlint, oxc path, no summary", "syntax", "oxlint", "oxc", False),
          ("syntax + oxlint, oxc path", "syntax", "oxlint", "oxc", True),
          ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild", True), ("build", "build", False, "oxc", True),
-         ("typecheck, no summary", "typecheck", False, "oxc", False), ("typecheck", "typecheck", False, "oxc", True))
+         ("typecheck, no summary", "typecheck", False, "oxc", False), ("typecheck", "typecheck", False, "oxc", True),
+         ("typecheck, no summary, max_batch 64", "typecheck", False, "oxc, max_batch 64", False))
 
 
 def process_kind(pid: int) -> str:
@@ -189,8 +192,9 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     codes = [component(i) for i in range(args.files)]
-    with NodePool(size=2, syntax_engine="oxc") as oxc, NodePool(size=2, syntax_engine="esbuild") as esbuild:
-        pools = {"oxc": oxc, "esbuild": esbuild}
+    with NodePool(size=2, syntax_engine="oxc") as oxc, NodePool(size=2, syntax_engine="esbuild") as esbuild, \
+            NodePool(size=2, syntax_engine="oxc", max_batch=64) as oxc64:
+        pools = {"oxc": oxc, "esbuild": esbuild, "oxc, max_batch 64": oxc64}
         print(f"pools of 2 workers, layers: {', '.join(sorted(oxc.active_layers()))}")
         for label, level, lint, engine, summary in [m for _ in range(args.rounds) for m in MODES if args.only in m[0]]:
             row = pool_mode(pools[engine], codes, level, lint, args.warmup, summary)
