@@ -130,12 +130,12 @@ class _Live:
         self._show("training", f"batch success {record['pass_rate']:.2f}, generate {record['time_generate']:.1f} s, "
                                f"update {record['time_train']:.1f} s")
 
-    def wrap_evaluate(self, evaluate: Callable[[], Optional[dict]]) -> Callable[[], Optional[dict]]:
-        def timed() -> Optional[dict]:
+    def wrap_evaluate(self, evaluate: Callable[..., Optional[dict]]) -> Callable[..., Optional[dict]]:
+        def timed(*args, **kwargs) -> Optional[dict]:  # the trainer passes its evaluate's own arguments
             if self._status is not None:
                 self._status.update(self.text(f"held-out evaluation at step {self.step}"))
             started = time.perf_counter()
-            result = evaluate()
+            result = evaluate(*args, **kwargs)
             self.eval_seconds = time.perf_counter() - started
             if result is not None:
                 self.evals.append(result)
