@@ -296,7 +296,8 @@ class NodePool:
         is one options mapping for every file or a sequence of them, one per file; ``summary``
         one bool or one per file (see :meth:`submit`)."""
         allow = tuple(allow)
-        jobs = zip(codes, _per_file(render, len(codes)), _per_file_summary(summary, len(codes)))
+        jobs = zip(codes, _per_file(render, len(codes), "render options"),
+                   _per_file(summary, len(codes), "summary flags"))
         futures = [self.submit(code, level, allow, lint=lint, render=options, summary=wanted) for code, options, wanted in jobs]
         return [f.result() for f in futures]
 
@@ -309,7 +310,8 @@ class NodePool:
                             render: RenderOptions | Sequence[RenderOptions | None] | None = None,
                             summary: bool | Sequence[bool] = True) -> list[CompileResult]:
         allow = tuple(allow)
-        jobs = zip(codes, _per_file(render, len(codes)), _per_file_summary(summary, len(codes)))
+        jobs = zip(codes, _per_file(render, len(codes), "render options"),
+                   _per_file(summary, len(codes), "summary flags"))
         futures = [asyncio.wrap_future(self.submit(code, level, allow, lint=lint, render=options, summary=wanted))
                    for code, options, wanted in jobs]
         return list(await asyncio.gather(*futures))
@@ -328,19 +330,11 @@ def tsgo_timeout_s(timeout_s: float) -> float:
     return max(0.5, round(timeout_s * 0.45, 3))
 
 
-def _per_file_summary(summary: bool | Sequence[bool], n: int) -> list[bool]:
-    if isinstance(summary, bool):
-        return [summary] * n
-    wanted = [bool(s) for s in summary]
-    if len(wanted) != n:
-        raise ValueError(f"summary flags for {len(wanted)} files, but {n} files")
-    return wanted
-
-
-def _per_file(render: Any, n: int) -> list[Any]:
-    if render is None or isinstance(render, Mapping):
-        return [render] * n
-    options = list(render)
-    if len(options) != n:
-        raise ValueError(f"render options for {len(options)} files, but {n} files")
-    return options
+def _per_file(value: Any, n: int, what: str) -> list[Any]:
+    """One value per file: ``value`` for each (None, a mapping, a bool) or a sequence of ``n``."""
+    if value is None or isinstance(value, (Mapping, bool)):
+        return [value] * n
+    values = list(value)
+    if len(values) != n:
+        raise ValueError(f"{what} for {len(values)} files, but {n} files")
+    return values

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -11,14 +10,9 @@ from botgrpo.trainer.data import Example
 from botgrpo.trainer.render_eval import render_metrics
 from botgrpo.trainer.rewards import RewardSource
 from botgrpo.trainer.rollout.base import SamplingParams
+from botgrpo.trainer.run.progress import SILENT
 
 EVAL_SEED = 1_000_003  # held-out sampling never shares seeds with training
-
-
-@contextmanager
-def untracked(label: str, total: Optional[int]):
-    """The default ``track``: shows nothing (see :func:`botgrpo.trainer.run.progress.tracker`)."""
-    yield lambda done, status="": None
 
 
 def collect(pending, update: Callable[[int], None]):
@@ -41,7 +35,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def evaluate(engine, rewards: Optional[RewardSource], examples: Sequence[Example], sampling: SamplingParams, *,
              samples: int = 1, ks: Sequence[int] = (1,), levels: Sequence[Optional[str]] = (None,),
-             seed: int = 0, track=untracked, label: str = "eval") -> Optional[dict[str, Any]]:
+             seed: int = 0, track=SILENT, label: str = "eval") -> Optional[dict[str, Any]]:
     """Sample ``samples`` completions per prompt (fixed seeds: the same model gives the same
     numbers) and score them, once per compile ``level`` (None: the source's own options).
 

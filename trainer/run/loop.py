@@ -29,7 +29,7 @@ from botgrpo.trainer.algo.advantages import compute_advantages
 from botgrpo.trainer.algo.shaping import shape
 from botgrpo.trainer.config import TrainConfig
 from botgrpo.trainer.data import PromptOrder, load_examples
-from botgrpo.trainer.evaluate import evaluate, untracked
+from botgrpo.trainer.evaluate import evaluate
 from botgrpo.trainer.models import lora
 from botgrpo.trainer.models.packing import enable_packed_attention
 from botgrpo.trainer.models.policy import make_layout
@@ -42,6 +42,7 @@ from botgrpo.trainer.run import checkpoint
 from botgrpo.trainer.run.distributed import (Dist, all_true, broadcast_object, full_state_dicts, gather_objects,
                                              init_from_env, load_full_state_dicts, unwrap, wrap)
 from botgrpo.trainer.run.pipeline import Rollouts
+from botgrpo.trainer.run.progress import SILENT
 from botgrpo.trainer.run.streamed import group_rows, scored_parts, streamable
 from botgrpo.trainer.run.tracking import MetricsLog, Stopwatch, plot, read
 from botgrpo.trainer.run.update import Update, UpdateBatch, batch_logprobs, mean_of_passes
@@ -299,12 +300,12 @@ class Trainer:
                 "time_step": elapsed}
 
     # ------------------------------------------------------------------ around the steps
-    def evaluate(self, track=untracked) -> Optional[dict[str, Any]]:
+    def evaluate(self, track=SILENT) -> Optional[dict[str, Any]]:
         """Score the held-out prompts now (``track``: :func:`botgrpo.trainer.evaluate.evaluate`'s)."""
         if not self.eval_examples or not (self.d.main or self.sharded):
             return None  # a sharded model needs every rank's forwards; only rank 0 scores
         scores = evaluate(self.engine, self.rewards if self.d.main else None, self.eval_examples,
-                          self.cfg.rollout.sampling, seed=self.cfg.seed, track=track if self.d.main else untracked,
+                          self.cfg.rollout.sampling, seed=self.cfg.seed, track=track if self.d.main else SILENT,
                           label=f"eval at step {self.step}")
         if scores is None:
             return None
@@ -353,7 +354,7 @@ class Trainer:
         if self.log is not None:
             self.log.close()
 
-    def train(self, on_step=None, track=untracked) -> list[dict[str, Any]]:
+    def train(self, on_step=None, track=SILENT) -> list[dict[str, Any]]:
         """Run to ``steps`` (or ``max_seconds``); ``on_step(record)`` after each step, the
         evaluations shown through ``track`` (:func:`botgrpo.trainer.run.progress.lines_tracker`)."""
         cfg, records, started = self.cfg, [], time.perf_counter()

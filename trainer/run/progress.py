@@ -115,6 +115,9 @@ def tracker(enabled: bool = True, stream: Optional[TextIO] = None, unit: str = "
     return track
 
 
+SILENT = tracker(enabled=False)  # a track that shows nothing
+
+
 def lines_tracker(enabled: bool = True, stream: Optional[TextIO] = None):
     """:func:`tracker` for work inside a live bar (the evaluations of a training run): lines in a
     log, nothing on a terminal, where the run's own bar is showing."""
