@@ -48,8 +48,10 @@ STAGES_SCRIPT = Path(__file__).with_name("pool_profile.mjs")
 MODES = (("syntax, oxc path", "syntax", False, "oxc", True), ("syntax, esbuild path", "syntax", False, "esbuild", True),
          ("syntax + oxlint, oxc path, no summary", "syntax", "oxlint", "oxc", False),
          ("syntax + oxlint, oxc path", "syntax", "oxlint", "oxc", True),
-         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild", True), ("build", "build", False, "oxc", True),
-         ("typecheck, no summary", "typecheck", False, "oxc", False), ("typecheck", "typecheck", False, "oxc", True),
+         ("syntax + oxlint, esbuild path", "syntax", "oxlint", "esbuild", True),
+         ("build, oxc path", "build", False, "oxc", True), ("build, esbuild path", "build", False, "esbuild", True),
+         ("typecheck, no summary, oxc path", "typecheck", False, "oxc", False),
+         ("typecheck, no summary, esbuild path", "typecheck", False, "esbuild", False), ("typecheck", "typecheck", False, "oxc", True),
          ("typecheck, no summary, max_batch 64", "typecheck", False, "oxc, max_batch 64", False))
 
 

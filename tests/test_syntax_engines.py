@@ -1,4 +1,4 @@
-"""Level ``syntax`` gives the same verdicts, located diagnostics, summaries and lint findings with
+"""Levels ``syntax``, ``build`` and ``typecheck`` give the same verdicts, located diagnostics, summaries and lint findings with
 oxc's fast path (``syntax_engine="oxc"``: esbuild's transform only for files oxc-parser or
 TypeScript's parser reject, sandbox/node/lib/oxc-syntax.mjs) as with esbuild on every file (the
 path before), on every file of the corpora the blame, fuzz and hack suites use: the labelled
@@ -7,7 +7,10 @@ hack suites, the UI-library components, and the fuzz suite's hostile pieces, alo
 into the real failures (deterministically: a seeded sample, so a difference can be rerun).
 Any difference is listed in the failure message. The same holds without the summary
 (``summary=False``, what the react scorer asks for a file with no spec: oxc's answer alone then
-skips esbuild, with no TypeScript parse), against esbuild's path with it, the summary aside."""
+skips esbuild, with no TypeScript parse), against esbuild's path with it, the summary aside.
+At ``build`` and ``typecheck`` oxc's path skips esbuild's bundle for a file both parsers accept,
+whose imports the AST policy allows and which writes to no import (sandbox/node/lib/syntax.mjs):
+the same comparison, every corpus file, the curated UI libraries allowed."""
 from __future__ import annotations
 
 import random
@@ -17,6 +20,7 @@ import pytest
 
 from benchmarks.compile_throughput import component
 from botgrpo.reward_server.react.extract import extract_code
+from botgrpo.sandbox.libraries import curated
 from botgrpo.sandbox.node_pool import NodePool
 from tests import test_fuzz_hostile as fuzz
 from tests import test_hacks_react, test_hacks_render
@@ -127,6 +131,58 @@ def test_oxc_and_esbuild_give_the_same_verdicts_and_blame_on_every_corpus_file(f
     assert not unexplained, f"{len(unexplained)} of {len(files)} files differ without the summary:\n" + \
         "\n".join(map(repr, unexplained[:20]))
     assert len(bare_differing) <= 20, bare_differing
+
+
+# What esbuild's bundle judges beyond a parse (an ES module's strict mode, writes to an import
+# binding, import refusals and the forms of import): at build the fast path must agree with
+# esbuild on each, or leave it to esbuild.
+BUNDLE_CASES = [
+    "import * as R from 'react'; R = 1;", "import {useState} from 'react'; useState = 1;",
+    "import {useState} from 'react'; useState++;", "import {useState} from 'react'; [useState] = [1];",
+    "import {useState} from 'react'; ({useState} = {});", "import {useState} from 'react'; for (useState of []) {}",
+    "import * as R from 'react'; R.x = 1;", "import * as R from 'react'; R.default.x = 1;",
+    "import r = require('react'); r = 1;", "import {useState as u} from 'react'; u = 1;",
+    "import {useState} from 'react'; function f(useState: number) { useState = 1; }",
+    "import {useState} from 'react'; const o = {useState: 1}; o.useState = 2;",
+    "import type {FC} from 'react'; let FC = 1; FC = 2;", "import R from 'react' with { type: 'json' };",
+    "with (Math) { max(1) }", "let x = 1; delete x;", "let arguments = 1;", "var implements = 2;",
+    "'use strict'; var public = 1;", "export default 1; export default 2;", "export { a as b, c as b }; const a = 1, c = 2;",
+    "export * as default from 'react'; export default 1;", "const x = 1; const x = 2;", "label: label: 1;",
+    "new.target;", "break;", "yield 1;", "return 1;", "export { missing };", "const y = await Promise.resolve(1);",
+    "const p = #x in {};", "class C { #x; #x; }", "const o = { __proto__: 1, __proto__: 2 };",
+    "import fs = require('fs');", "const x = require('fs');", "const r = require('react');", "export * from 'react';",
+    "import('fs');", "import type { X } from 'fs';", "/** @jsxImportSource preact */ const a = <b />;",
+    "// @ts-ignore\nexport const a = 1;", "declare global { interface Window { x: 1 } }",
+]
+
+
+@pytest.mark.parametrize("level", ["build", "typecheck"])
+def test_oxc_skips_the_bundle_only_where_esbuild_would_pass(files, level):
+    """The same comparison as at level syntax, with the same justified difference (a file at the
+    edge of TypeScript's parser's stack, refused or parsed by V8's JIT state): compiled again on
+    both pools, it must differ only where one answer is that refusal."""
+    require_node_toolchain()
+    codes = files + BUNDLE_CASES
+    allow = curated()
+    with NodePool(size=2, syntax_engine="oxc") as oxc, NodePool(size=2, syntax_engine="esbuild") as esbuild:
+        pools = {"oxc": oxc, "esbuild": esbuild}
+        views = {name: [_view(r) for r in pool.compile_many(codes, level=level, allow=allow, lint="oxlint")]
+                 for name, pool in pools.items()}
+        differing = [i for i, (o, e) in enumerate(zip(views["oxc"], views["esbuild"])) if o != e]
+        again = {name: [_view(r) for r in pool.compile_many([codes[i] for i in differing], level=level, allow=allow,
+                                                            lint="oxlint")]
+                 for name, pool in pools.items()}
+        for pool in pools.values():
+            assert pool.stats()["crashes"] == 0 and pool.stats()["restarts"] == 0, pool.stats()
+    deep = lambda view: bool(view[3]) and view[3][0][4] == "Input is nested too deeply to analyse"  # noqa: E731
+    unexplained = [(i, codes[i][:200], o[:4], e[:4]) for i, o, e in zip(differing, again["oxc"], again["esbuild"])
+                   if o != e and not (deep(o) or deep(e)) or not any(deep(views[n][i]) for n in pools)]
+    assert not unexplained, f"{len(unexplained)} of {len(codes)} files differ:\n" + "\n".join(map(repr, unexplained[:20]))
+    assert len(differing) <= 5
+    verdicts = [v[0] for v in views["esbuild"]]
+    assert verdicts.count(True) > 100 and verdicts.count(False) > 100, "the corpora hold many files of both verdicts"
+    bundle_verdicts = {v[0] for v in views["esbuild"][len(files):]}
+    assert bundle_verdicts == {True, False}
 
 
 # Constructs that exhaust an 8 MB native stack in oxc's parser within a few thousand levels

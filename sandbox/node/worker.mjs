@@ -219,12 +219,12 @@ async function compileLevel(code, level, allow, request, wantSummary) {
   }
 }
 
-/** Syntax (lib/syntax.mjs) or build (esbuild bundle) check, then the structural summary when
- * wanted. TypeScript's parse is made only where something reads it: the build level's import
+/** Syntax or build check (lib/syntax.mjs), then the structural summary when wanted.
+ * TypeScript's parse is made only where something reads it: the build level's library check and
  * policy, the summary, or the oxc syntax path's second opinion when the summary pays for it. */
 async function compileUntyped(code, level, allow, wantSummary) {
-  const checked = level === "syntax" ? await SYNTAX_ENGINES[SYNTAX_ENGINE](code, { parse: wantSummary })
-    : { diagnostics: await checkBuild(code, allow), sourceFile: null };
+  const engine = SYNTAX_ENGINES[SYNTAX_ENGINE];
+  const checked = level === "syntax" ? await engine.syntax(code, { parse: wantSummary }) : await engine.build(code, allow);
   const { diagnostics } = checked;
   const failed = (ds) => ({ response: { ok: false, diagnostics: ds, summary: {} }, passed: false, sourceFile: null });
   if (diagnostics.length > 0) return failed(diagnostics);
