@@ -33,7 +33,8 @@ from tests.node_toolchain import require_node_toolchain, run_node_script
 from tests.test_syntax_engines import _module_texts, corpus
 
 GLOBAL = ("framer-motion", "motion/react")
-PREPARE_HINT = "the prepared manifest is stale or missing: run `make install` (or `cd sandbox/node && node lib/libraries.mjs prepare`)"
+PREPARE_HINT = ("the prepared manifest is stale or missing: run `make install` "
+                "(or `cd sandbox/node && node lib/libraries.mjs prepare`)")
 # uses motion-dom's `declare global { interface Window { MotionIsMounted?: boolean } }`, imports nothing
 USES_WINDOW_FIELD = "export const A = () => <b>{String(window.MotionIsMounted ?? false)}</b>;\n"
 IMPORTS_MOTION = ('import { motion } from "framer-motion";\n'
@@ -97,7 +98,8 @@ def test_an_unknown_prelude_is_refused_and_the_pool_offers_exactly_the_workers_p
     require_node_toolchain()
     with pytest.raises(ValueError, match="typecheck_prelude"):
         NodePool(size=1, typecheck_prelude="none")
-    keys, _ = _node("import { TYPECHECK_PRELUDES } from './lib/typecheck.mjs'; console.log(JSON.stringify(Object.keys(TYPECHECK_PRELUDES)));")
+    keys, _ = _node("import { TYPECHECK_PRELUDES } from './lib/typecheck.mjs';\n"
+                    "console.log(JSON.stringify(Object.keys(TYPECHECK_PRELUDES)));")
     assert keys == list(TYPECHECK_PRELUDES)  # the same order: the default first
 
 
