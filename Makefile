@@ -26,13 +26,14 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	touch $@
 
 # The sandbox's compilers (esbuild, TypeScript) and UI libraries at the versions pinned in its
-# lockfile; the libraries are bundled once for rendering (sandbox/node/lib/libraries.mjs).
+# lockfile; the libraries are bundled once for rendering, and their global effects at typecheck
+# found once (sandbox/node/lib/libraries.mjs).
 sandbox/node/node_modules/.installed: sandbox/node/package.json sandbox/node/package-lock.json
 	npm ci --prefix sandbox/node --no-audit --no-fund --loglevel=error
 	touch $@
 
 LIBRARIES := sandbox/node/node_modules/.botgrpo-libraries/manifest.json
-$(LIBRARIES): sandbox/node/node_modules/.installed sandbox/node/lib/libraries.mjs sandbox/node/lib/render/catches.mjs
+$(LIBRARIES): sandbox/node/node_modules/.installed sandbox/node/lib/libraries.mjs sandbox/node/lib/render/catches.mjs sandbox/node/lib/compiler-options.mjs
 	cd sandbox/node && node lib/libraries.mjs prepare
 
 install: $(VENV)/.installed sandbox/node/node_modules/.installed $(LIBRARIES)

@@ -44,6 +44,12 @@ TYPECHECK_ENGINES: dict[str, str] = {
     "server": "a warm tsgo API server per worker that keeps the parsed lib and React declarations",
     "spawn": "one tsgo process per batch, which parses them every time (the path before the server)",
 }
+#: Which modules every tsgo program of level ``typecheck`` imports (sandbox/node/lib/typecheck.mjs
+#: TYPECHECK_PRELUDES), the default first.
+TYPECHECK_PRELUDES: dict[str, str] = {
+    "global": "React and the curated libraries whose declarations act globally (motion-dom's Window fields)",
+    "all": "every installed curated library, whoever imports it (the path before)",
+}
 #: How level ``syntax`` reaches esbuild's verdict (sandbox/node/lib/syntax.mjs SYNTAX_ENGINES), the default first.
 SYNTAX_ENGINES: dict[str, str] = {
     "oxc": "esbuild's transform only for files that oxc-parser or TypeScript's parser reject (lib/oxc-syntax.mjs)",
@@ -86,6 +92,7 @@ class NodePool:
         render_heap_mb: int = 256,
         tsgo_memory_mb: int = 1024,
         typecheck_engine: str = "server",
+        typecheck_prelude: str = "global",
         syntax_engine: str = "oxc",
     ) -> None:
         """``max_response_bytes`` is above ``max_code_bytes`` because summaries echo JSX text.
@@ -93,11 +100,14 @@ class NodePool:
         ``render_unisolated`` lets level ``render`` run without the filesystem and network
         layers (an explicit operator choice); ``render_heap_mb`` caps a render thread's heap; ``tsgo_memory_mb`` one tsgo
         run's data segment (RLIMIT_DATA; 0: only the worker's own limit); ``typecheck_engine`` is a key of
-        :data:`TYPECHECK_ENGINES`, ``syntax_engine`` one of :data:`SYNTAX_ENGINES`."""
+        :data:`TYPECHECK_ENGINES`, ``typecheck_prelude`` one of :data:`TYPECHECK_PRELUDES`, ``syntax_engine``
+        one of :data:`SYNTAX_ENGINES`."""
         if size < 1:
             raise ValueError("size must be >= 1")
         if typecheck_engine not in TYPECHECK_ENGINES:
             raise ValueError(f"typecheck_engine must be one of {tuple(TYPECHECK_ENGINES)}, got {typecheck_engine!r}")
+        if typecheck_prelude not in TYPECHECK_PRELUDES:
+            raise ValueError(f"typecheck_prelude must be one of {tuple(TYPECHECK_PRELUDES)}, got {typecheck_prelude!r}")
         if syntax_engine not in SYNTAX_ENGINES:
             raise ValueError(f"syntax_engine must be one of {tuple(SYNTAX_ENGINES)}, got {syntax_engine!r}")
         self.size = size
@@ -116,6 +126,7 @@ class NodePool:
                      "BOTGRPO_LINT_TIMEOUT_MS": str(int(self.tsgo_timeout_s * 1000)),  # one oxlint run
                      "BOTGRPO_RENDER_HEAP_MB": str(int(render_heap_mb))}
         extra_env["BOTGRPO_TYPECHECK_ENGINE"] = typecheck_engine
+        extra_env["BOTGRPO_TYPECHECK_PRELUDE"] = typecheck_prelude
         extra_env["BOTGRPO_SYNTAX_ENGINE"] = syntax_engine
         if enable_debug_levels:
             extra_env["BOTGRPO_SANDBOX_DEBUG"] = "1"

@@ -6,8 +6,10 @@
 //              (a hallucinated icon is a build error on the imported name, as a bundler would
 //              report it), while the module itself stays external (no per-file bundling);
 //   typecheck  tsgo resolves it to its own declarations (lib/typecheck.mjs), so misusing a prop
-//              is a located type error; every installed library's declarations are in every
-//              program, so a library's global augmentations never depend on the neighbours;
+//              is a located type error; a curated library whose declarations act outside its
+//              own modules (globalEffects: motion-dom's `Window` fields) is in every program,
+//              so what a file sees never depends on the neighbours; any other is loaded by the
+//              files that import it, and invisible to the rest;
 //   render     the library runs inside the component's realm, from a bundle made once (at
 //              install time, below; else once per worker): esbuild, React kept external so the
 //              realm's own React serves it. The same frozen built-ins, trapped host globals,
@@ -29,6 +31,7 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import ts from "typescript";
 import { isAllowedImport } from "./build.mjs";
+import { COMPILER_OPTIONS } from "./compiler-options.mjs";
 import { instrumentCatches } from "./render/catches.mjs";
 import { LIBRARY_CATCH } from "./render/realm.mjs";
 
@@ -96,21 +99,23 @@ export function hasTypes(specifier) {
   return typedCache.get(specifier);
 }
 
-/** The curated libraries of package.json that are installed: their declarations join every tsgo program. */
+/** The curated libraries of package.json that are installed. */
 export function curatedLibraries() {
   const manifest = JSON.parse(fs.readFileSync(path.join(NODE_DIR, "package.json"), "utf8"));
   const names = manifest.botgrpo?.libraries ?? [];
   return names.filter((name) => isLibrary(name));
 }
 
-// ---- prepared at install time: each curated library's bundle and export names, made once by
-// `node lib/libraries.mjs prepare` (after `npm ci`: the Makefile, botgrpo.sandbox.toolchain,
-// deploy/Dockerfile.server) into node_modules/.botgrpo-libraries, so no worker spends seconds
-// on them (bundling and instrumenting lucide-react and recharts take ~1-2 s each). A manifest
-// whose stamp (lockfile, this file, the catch instrumentation, esbuild's version) differs is
-// ignored, and the worker makes what it needs itself on first use.
+// ---- prepared at install time: each curated library's bundle, export names and global effects
+// (globalEffects, for the typecheck prelude), made once by `node lib/libraries.mjs prepare`
+// (after `npm ci`: the Makefile, botgrpo.sandbox.toolchain, deploy/Dockerfile.server) into
+// node_modules/.botgrpo-libraries, so no worker spends seconds on them (bundling and
+// instrumenting lucide-react and recharts take ~1-2 s each). A manifest whose stamp (lockfile,
+// this file, the catch instrumentation, the typecheck compiler options, esbuild's version)
+// differs is ignored: the worker makes bundles and surfaces itself on first use, and takes every
+// library for global.
 const PREPARED_DIR = path.join(NODE_MODULES, ".botgrpo-libraries");
-const STAMPED = ["package-lock.json", "lib/libraries.mjs", "lib/render/catches.mjs"];
+const STAMPED = ["package-lock.json", "lib/libraries.mjs", "lib/render/catches.mjs", "lib/compiler-options.mjs"];
 
 function stamp() {
   const digest = crypto.createHash("sha256").update(esbuild.version);
@@ -119,18 +124,21 @@ function stamp() {
 }
 
 let prepared = null;
-/** {specifier: {file, names, hasDefault}} from a current manifest, else {}. */
-function preparedLibraries() {
+/** The current manifest ({stamp, libraries, globalEffects}), else {}. */
+function preparedManifest() {
   if (prepared === null) {
     prepared = {};
     try {
       const manifest = JSON.parse(fs.readFileSync(path.join(PREPARED_DIR, "manifest.json"), "utf8"));
-      if (manifest.stamp === stamp()) prepared = manifest.libraries ?? {};
+      if (manifest.stamp === stamp()) prepared = manifest;
       else process.stderr.write("libraries: node_modules/.botgrpo-libraries is stale; bundling on first use (run `node lib/libraries.mjs prepare`)\n");
     } catch { /* not prepared: made on first use */ }
   }
   return prepared;
 }
+
+/** {specifier: {file, names, hasDefault}} from a current manifest, else {}. */
+const preparedLibraries = () => preparedManifest().libraries ?? {};
 
 /** Make every installed curated library's bundle and surface and write them with their manifest. */
 export async function prepareLibraries() {
@@ -144,8 +152,89 @@ export async function prepareLibraries() {
     fs.writeFileSync(path.join(PREPARED_DIR, file), js);
     libraries[name] = { file, names: surface ? [...surface.names] : null, hasDefault: surface?.hasDefault ?? true };
   }
-  fs.writeFileSync(path.join(PREPARED_DIR, "manifest.json"), JSON.stringify({ stamp: stamp(), libraries }));
+  const effects = Object.fromEntries(["react", ...Object.keys(libraries)].map((name) => [name, globalEffects(name)]));
+  fs.writeFileSync(path.join(PREPARED_DIR, "manifest.json"), JSON.stringify({ stamp: stamp(), libraries, globalEffects: effects }));
   return Object.keys(libraries);
+}
+
+/**
+ * What the declarations of `specifier` change outside its own modules, in a program with
+ * lib/compiler-options.mjs's options: {effects, neutral}, each a list of "<file>[:<line>]:
+ * <construct>" (files relative to node_modules). Looked at: every declaration file that a root file
+ * `import "react"; import "<specifier>";` brings into the program beyond what `import "react";`
+ * alone brings (for React itself: beyond the lib files). In them, an effect is
+ *
+ *   script                 a file that is not a module: its declarations are globals (the
+ *                          option moduleDetection "force" makes every *non-declaration* file a
+ *                          module; a .d.ts stays a script unless it imports or exports);
+ *   declare global         a global augmentation (motion-dom: `Window` fields);
+ *   declare module "m"     an ambient module (in a script) or a module augmentation;
+ *   export as namespace X  a UMD global: X is then known to every file ("refers to a UMD global"
+ *                          instead of "Cannot find name").
+ *
+ * One exception, listed as `neutral`: a `declare global` that holds only empty interfaces
+ * (no members, type parameters or heritage) each merging into a global interface the program
+ * already declares elsewhere, which adds nothing (@types/d3-shape's `CanvasRenderingContext2D
+ * {}`, under recharts). A library with no effect need not be in every program: a file that
+ * imports it loads it, and a file that does not cannot see it.
+ */
+export function globalEffects(specifier) {
+  const baseline = specifier === "react" ? "" : 'import "react";\n';
+  const before = new Set(declarationProgram(baseline).getSourceFiles().map((file) => file.fileName));
+  const program = declarationProgram(`${baseline}import ${JSON.stringify(specifier)};\n`);
+  const checker = program.getTypeChecker();
+  const added = program.getSourceFiles().filter((file) => file.isDeclarationFile && !before.has(file.fileName));
+  const addedNames = new Set(added.map((file) => file.fileName));
+  const merelyMerges = (statement) => ts.isInterfaceDeclaration(statement) && statement.members.length === 0 &&
+    !statement.typeParameters && !statement.heritageClauses &&
+    checker.getSymbolAtLocation(statement.name)?.declarations?.some((d) => !addedNames.has(d.getSourceFile().fileName));
+  const effects = [];
+  const neutral = [];
+  for (const file of added) {
+    const where = path.relative(NODE_MODULES, file.fileName);
+    if (!ts.isExternalModule(file)) effects.push(`${where}: script`);
+    for (const statement of file.statements) {
+      const at = (construct) => `${where}:${file.getLineAndCharacterOfPosition(statement.getStart(file)).line + 1}: ${construct}`;
+      if (ts.isModuleDeclaration(statement) && ts.isGlobalScopeAugmentation(statement)) {
+        const body = statement.body?.statements ?? [];
+        const names = body.map((s) => ts.isVariableStatement(s) ? s.declarationList.declarations.map((d) => d.name.getText()).join(", ")
+          : s.name?.getText() ?? "?").join(", ");
+        (body.every(merelyMerges) ? neutral : effects).push(at(`declare global { ${names} }`));
+      } else if (ts.isModuleDeclaration(statement) && ts.isStringLiteral(statement.name)) {
+        effects.push(at(`declare module ${JSON.stringify(statement.name.text)}`));
+      } else if (ts.isNamespaceExportDeclaration(statement)) {
+        effects.push(at(`export as namespace ${statement.name.text}`));
+      }
+    }
+  }
+  return { effects, neutral };
+}
+
+const parsedDeclarations = new Map();  // file name -> SourceFile, shared by the programs below
+
+/** A TypeScript program of one root file (`text`, in this folder) with the typecheck options. */
+function declarationProgram(text) {
+  const root = path.join(NODE_DIR, "__botgrpo_effects__.ts");
+  const options = ts.convertCompilerOptionsFromJson(COMPILER_OPTIONS, NODE_DIR).options;
+  const host = ts.createCompilerHost(options);
+  const { getSourceFile, fileExists } = host;
+  host.getSourceFile = (name, ...rest) => {
+    if (name === root) return ts.createSourceFile(name, text, ts.ScriptTarget.Latest);
+    if (!parsedDeclarations.has(name)) parsedDeclarations.set(name, getSourceFile.call(host, name, ...rest));
+    return parsedDeclarations.get(name);
+  };
+  host.fileExists = (name) => name === root || fileExists.call(host, name);
+  return ts.createProgram([root], options, host);
+}
+
+/**
+ * The modules a typecheck program always imports (lib/typecheck.mjs TYPECHECK_PRELUDES): React and
+ * each installed curated library whose declarations have global effects, as a current
+ * manifest says; without one, all of them (the safe answer).
+ */
+export function globalModules() {
+  const known = preparedManifest().globalEffects ?? {};
+  return ["react", ...curatedLibraries()].filter((name) => !known[name] || known[name].effects.length > 0);
 }
 
 const surfaces = new Map();

@@ -12,7 +12,9 @@
 // here, each run gets a fresh directory and every file a random 128-bit name, so no rollout
 // can name a neighbour, and tsgo's output is parsed strictly: only lines that start with one
 // of this run's file names count, for that file, so text a rollout gets echoed into a message
-// can never fail (or pass) another file.
+// can never fail (or pass) another file. A library a neighbour imports is in the program too:
+// every library whose declarations act globally is in every program (TYPECHECK_PRELUDES), so it
+// changes nothing, and the others are visible only to the files that import them.
 //
 // tsgo reports only syntax errors when any file of a batch has one, so callers submit only
 // files the parser accepted; if tsgo still finds syntax errors, the affected files are
@@ -41,8 +43,9 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
 import { budgetSuspects } from "./budget.mjs";
+import { COMPILER_OPTIONS } from "./compiler-options.mjs";
 import { watchCpuBudget } from "./cpu-budget.mjs";
-import { curatedLibraries, hasTypes, isLibrary } from "./libraries.mjs";
+import { curatedLibraries, globalModules, hasTypes, isLibrary } from "./libraries.mjs";
 import { ServiceError } from "./esbuild-service.mjs";
 import { lineStarts, makeDiagnostic, offsetOf } from "./positions.mjs";
 import { ServerFailure, TsgoServer } from "./tsgo-server.mjs";
@@ -52,22 +55,6 @@ const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 export const MAX_DIAGNOSTICS_PER_FILE = 1000;
 const PROBE_TIMEOUT_MS = 15000;
 const PROBE = "export const Probe = ({ n }: { n: number }) => <b>{n + 1}</b>;\n";
-
-const COMPILER_OPTIONS = {
-  strict: true,
-  jsx: "react-jsx",
-  noEmit: true,
-  skipLibCheck: true,
-  moduleDetection: "force",
-  module: "esnext",
-  moduleResolution: "bundler",
-  target: "es2022",
-  lib: ["es2022", "dom", "dom.iterable"],
-  types: [],
-  resolveJsonModule: false,
-  allowArbitraryExtensions: false,
-  noLib: false,
-};
 
 /**
  * How a run of a batch is type-checked (BOTGRPO_TYPECHECK_ENGINE). Both check the same files as
@@ -81,6 +68,22 @@ export const TYPECHECK_ENGINES = {
   spawn: { run: (batcher, batch, timeoutMs) => batcher.runSpawned(batch, timeoutMs) },
 };
 const DEFAULT_ENGINE = "server";
+
+const importsOf = (modules) => modules.map((name) => `import ${JSON.stringify(name)};\n`).join("");
+/**
+ * The prelude: a root file of every program (BOTGRPO_TYPECHECK_PRELUDE), so that declarations
+ * that act outside their own modules (global augmentations, such as motion-dom's `Window`
+ * fields) are the same in every run, whoever else is in the batch. A library without such
+ * effects need not be there: a file that imports it loads it, one that does not cannot see it.
+ *   global: React and the curated libraries with global effects (lib/libraries.mjs
+ *           globalModules; all of them without a current prepared manifest) (default)
+ *   all:    every installed curated library (the path before)
+ */
+export const TYPECHECK_PRELUDES = {
+  global: () => importsOf(globalModules()),
+  all: () => importsOf(curatedLibraries()),
+};
+const DEFAULT_PRELUDE = "global";
 
 /** A tsgo run failed as a whole (not a verdict on any file). */
 class TsgoFailure extends Error {
@@ -113,17 +116,6 @@ const randomName = () => crypto.randomBytes(16).toString("hex");
  */
 function ambientModules(batch) {
   return [...new Set(batch.flatMap((item) => item.allow))].filter((m) => !(isLibrary(m) && hasTypes(m)));
-}
-
-let prelude = null;
-/**
- * A root file of every program that imports each installed curated library, so that their
- * declarations (and global augmentations, such as motion-dom's `Window` fields) are the same
- * in every run, whoever else is in the batch. "" when none is installed.
- */
-function libraryPrelude() {
-  prelude ??= curatedLibraries().map((name) => `import ${JSON.stringify(name)};\n`).join("");
-  return prelude;
 }
 
 /** End of the token starting at `start`, so a diagnostic spans e.g. the whole identifier. */
@@ -176,13 +168,20 @@ export class TypecheckBatcher {
    * @param {number} options.timeoutMs CPU-time limit of one tsgo run (lib/cpu-budget.mjs)
    * @param {number} options.memoryMb RLIMIT_DATA of one tsgo run (0: none)
    * @param {boolean} options.debug honour test-only `debug` fields of submitted items
+   * @param {string} options.engine a key of TYPECHECK_ENGINES
+   * @param {string} options.prelude a key of TYPECHECK_PRELUDES
    */
   constructor({ tsgoPath, nodeModules, workDir, maxBatch = 64, timeoutMs = 3000, memoryMb = 1024, debug = false,
-                engine = process.env.BOTGRPO_TYPECHECK_ENGINE || DEFAULT_ENGINE }) {
+                engine = process.env.BOTGRPO_TYPECHECK_ENGINE || DEFAULT_ENGINE,
+                prelude = process.env.BOTGRPO_TYPECHECK_PRELUDE || DEFAULT_PRELUDE }) {
     if (!Object.hasOwn(TYPECHECK_ENGINES, engine)) {
       throw new Error(`unknown typecheck engine ${JSON.stringify(engine)}; choose ${Object.keys(TYPECHECK_ENGINES).join(" or ")}`);
     }
+    if (!Object.hasOwn(TYPECHECK_PRELUDES, prelude)) {
+      throw new Error(`unknown typecheck prelude ${JSON.stringify(prelude)}; choose ${Object.keys(TYPECHECK_PRELUDES).join(" or ")}`);
+    }
     Object.assign(this, { tsgoPath, nodeModules, workDir, maxBatch, timeoutMs, memoryMb, debug, engine });
+    this.prelude = TYPECHECK_PRELUDES[prelude]();  // the text of the root file
     this.prlimit = memoryMb > 0 ? findPrlimit() : null;
     this.server = null;
     this.pending = [];
@@ -363,7 +362,7 @@ export class TypecheckBatcher {
     await this.#prepare();
     this.server ??= new TsgoServer({ tsgoPath: this.tsgoPath, prlimit: this.prlimit, memoryMb: this.memoryMb,
                                      workDir: this.workDir, compilerOptions: COMPILER_OPTIONS, probe: PROBE,
-                                     prelude: libraryPrelude() });
+                                     prelude: this.prelude });
     const ambient = ambientModules(batch);
     const debug = new Set(batch.map((item) => item.debug).filter(Boolean));
     const [stdout, names] = await this.server.run(batch.map((item) => item.code), ambient, timeoutMs,
@@ -385,7 +384,7 @@ export class TypecheckBatcher {
       const ambient = ambientModules(batch).map((m) => `declare module ${JSON.stringify(m)};`).join("\n");
       const ambientFile = `${randomName()}.d.ts`;
       await fs.writeFile(path.join(dir, ambientFile), ambient + "\n");
-      const prelude = libraryPrelude();
+      const { prelude } = this;
       const preludeFile = `${randomName()}.ts`;
       if (prelude) await fs.writeFile(path.join(dir, preludeFile), prelude);
       const config = { compilerOptions: COMPILER_OPTIONS, files: [...files, ambientFile, ...(prelude ? [preludeFile] : [])] };
