@@ -29,7 +29,7 @@ const JSX_RUNTIMES = ["jsx-runtime", "jsx-dev-runtime"];
 const MAX_REFUSALS = 50;
 
 /** Iterative walk over every node (deep JSX must not overflow the stack). */
-function forEachNode(root, visit) {
+export function forEachNode(root, visit) {
   const stack = [root];
   while (stack.length > 0) {
     const node = stack.pop();

@@ -29,7 +29,7 @@
 import ts from "typescript";
 import { CALLBACK_METHODS, decide, evaluate, lengthOf, strictlyEqual } from "./conditions.mjs";
 import { isCreateElement, jsxIsReact } from "./react-api.mjs";
-import { declaredBy, innerOf, outerOf } from "./scope.mjs";
+import { declaredBy, innerOf, mentions, outerOf } from "./scope.mjs";
 
 const MAX_EXIT_DEPTH = 64;  // how deep `alwaysExits` looks through nested if/blocks
 
@@ -242,16 +242,6 @@ function functionOf(root) {
     else return null;
   }
   return null;
-}
-
-function mentions(body, names) {
-  const stack = [body];
-  while (stack.length > 0) {
-    const n = stack.pop();
-    if (ts.isIdentifier(n) && names.has(n.text)) return true;
-    ts.forEachChild(n, (c) => { stack.push(c); });
-  }
-  return false;
 }
 
 /**

@@ -313,3 +313,15 @@ export function declaredBy(id) {
   }
   return declaring.get(id) ?? null;
 }
+
+/** Whether an identifier spelled as one of `names` occurs anywhere under `root` (by spelling:
+ * shadowing, property names and bindings count too). */
+export function mentions(root, names) {
+  const stack = [root];
+  while (stack.length > 0) {
+    const n = stack.pop();
+    if (ts.isIdentifier(n) && names.has(n.text)) return true;
+    ts.forEachChild(n, (c) => { stack.push(c); });
+  }
+  return false;
+}

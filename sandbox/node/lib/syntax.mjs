@@ -11,8 +11,9 @@ import ts from "typescript";
 import { checkBuild } from "./build.mjs";
 import { buildErrors, logOverrideFor } from "./esbuild-service.mjs";
 import { OxcSyntax } from "./oxc-syntax.mjs";
-import { policyViolations } from "./policy.mjs";
+import { forEachNode, policyViolations } from "./policy.mjs";
 import { esbuildErrorsToDiagnostics } from "./positions.mjs";
+import { mentions } from "./scope.mjs";
 import { parseTsx } from "./summary.mjs";
 
 const oxc = new OxcSyntax();
@@ -63,24 +64,12 @@ function written(node) {
 function mayWriteImport(sourceFile) {
   const imported = importNames(sourceFile);
   if (imported.size === 0) return false;
-  const stack = [sourceFile];
-  while (stack.length > 0) {
-    const node = stack.pop();
+  let found = false;
+  forEachNode(sourceFile, (node) => {
     const target = written(node);
-    if (target && hasIdentifier(target, imported)) return true;
-    ts.forEachChild(node, (child) => { stack.push(child); });
-  }
-  return false;
-}
-
-function hasIdentifier(root, names) {
-  const stack = [root];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (ts.isIdentifier(node) && names.has(node.text)) return true;
-    ts.forEachChild(node, (child) => { stack.push(child); });
-  }
-  return false;
+    found ||= target !== undefined && mentions(target, imported);
+  });
+  return found;
 }
 
 /** Engines by name (the worker's BOTGRPO_SYNTAX_ENGINE), the default first. Each level's function
