@@ -50,10 +50,12 @@ TYPECHECK_PRELUDES: dict[str, str] = {
     "global": "React and the curated libraries whose declarations act globally (motion-dom's Window fields)",
     "all": "every installed curated library, whoever imports it (the path before)",
 }
-#: How level ``syntax`` reaches esbuild's verdict (sandbox/node/lib/syntax.mjs SYNTAX_ENGINES), the default first.
+#: How levels ``syntax``, ``build`` and ``typecheck`` reach esbuild's verdict (sandbox/node/lib/syntax.mjs
+#: SYNTAX_ENGINES), the default first.
 SYNTAX_ENGINES: dict[str, str] = {
-    "oxc": "esbuild's transform only for files that oxc-parser or TypeScript's parser reject (lib/oxc-syntax.mjs)",
-    "esbuild": "esbuild's transform on every file (the path before)",
+    "oxc": "esbuild's transform or bundle only for files that oxc-parser, TypeScript's parser or the AST import "
+           "policy do not clear (lib/syntax.mjs)",
+    "esbuild": "esbuild's transform or bundle on every file (the path before)",
 }
 LintEngine = Literal["oxlint", "eslint"]
 #: The lint engines of the ``lint`` argument (the worker's LINT_ENGINES), the default first.
