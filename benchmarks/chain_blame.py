@@ -8,7 +8,8 @@ twice, as the study's arms did (``cut_off_answers: refuse``): ``local: steps`` (
 blame from the first arithmetically wrong step on) and ``local: oracle`` (exactly the first line
 off the reference chain). For the failures it counts how often each signal blames at all, and
 where both do, whether the first blamed line is the same, earlier or later; and how often each
-blames a completion that passed. A line is wrong for the oracle and right for ``steps`` when its
+blames a completion that passed, and the mean share of a failure's characters each blames
+(``steps`` blames from its line to the end, the oracle that one line). A line is wrong for the oracle and right for ``steps`` when its
 arithmetic holds on the wrong numbers (a misread operand or operator, a wrong running value):
 those are the failures the real signal cannot see. (Issue 36: why chain v3's primary tied.)
 """
@@ -32,6 +33,16 @@ def first_blamed_line(result, text: str) -> int | None:
         return 0
     starts = [span.start for span in result.local if span.score < 0 and span.end > span.start]
     return text.count("\n", 0, min(starts)) if starts else None
+
+
+def blamed_share(result, text: str) -> float:
+    """The share of the completion's characters a result blames (l < 0)."""
+    if not text:
+        return 0.0
+    blamed = [result.local_default < 0] * len(text)
+    for span in result.local:
+        blamed[span.start:span.end] = [span.score < 0] * (min(span.end, len(text)) - span.start)
+    return sum(blamed) / len(text)
 
 
 def sample(prompts: int, samples: int, seed: int = 0) -> list[tuple[str, dict, bool]]:
@@ -65,7 +76,7 @@ def tally(rows: list[tuple[str, dict, bool]]) -> dict:
         scorer = MathScorer(pool)
         results = {signal: scorer.score_batch(rollouts, MathOptions(local=signal, cut_off_answers="refuse"))
                    for signal in SIGNALS}
-    counts = collections.Counter()
+    counts, shares = collections.Counter(), collections.defaultdict(list)
     for i, (text, _, _) in enumerate(rows):
         passed = bool(results["steps"][i].passed)
         counts["completions"] += 1
@@ -75,12 +86,15 @@ def tally(rows: list[tuple[str, dict, bool]]) -> dict:
             counts.update(f"passed, blamed by {signal}" for signal in SIGNALS if lines[signal] is not None)
             continue
         counts["failed"] += 1
+        for signal in SIGNALS:
+            shares[signal].append(blamed_share(results[signal][i], text))
         counts.update(f"failed, blamed by {signal}" for signal in SIGNALS if lines[signal] is not None)
         steps, oracle = lines["steps"], lines["oracle"]
         if steps is not None and oracle is not None:
             where = "same line" if steps == oracle else "steps later" if steps > oracle else "steps earlier"
             counts[f"failed, both blame: {where}"] += 1
-    return dict(counts)
+    means = {f"failed, mean share of characters blamed by {signal}": round(sum(v) / len(v), 3) for signal, v in shares.items()}
+    return {**counts, **means}
 
 
 def main(argv: Optional[list[str]] = None) -> None:
