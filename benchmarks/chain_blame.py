@@ -9,9 +9,8 @@ blame from the first arithmetically wrong step on) and ``local: oracle`` (exactl
 off the reference chain). For the failures it counts how often each signal blames at all, and
 where both do, whether the first blamed line is the same, earlier or later; and how often each
 blames a completion that passed, and the mean share of a failure's characters each blames
-(``steps`` blames from its line to the end, the oracle that one line). A line is wrong for the oracle and right for ``steps`` when its
-arithmetic holds on the wrong numbers (a misread operand or operator, a wrong running value):
-those are the failures the real signal cannot see. (Issue 36: why chain v3's primary tied.)
+(``steps`` blames from its line to the end, the oracle that one line). A failure only the oracle blames is one whose first wrong line
+has arithmetic that holds on numbers that are not the chain's: the real signal cannot see it. (Issue 36: why chain v3's primary tied.)
 """
 from __future__ import annotations
 
@@ -36,13 +35,15 @@ def first_blamed_line(result, text: str) -> int | None:
 
 
 def blamed_share(result, text: str) -> float:
-    """The share of the completion's characters a result blames (l < 0)."""
+    """The share of the completion's characters a result blames: l < 0, where a character's l is
+    the lowest of the spans covering it, or ``local_default`` if none does (ScoreResult)."""
     if not text:
         return 0.0
-    blamed = [result.local_default < 0] * len(text)
+    lowest: list[float | None] = [None] * len(text)
     for span in result.local:
-        blamed[span.start:span.end] = [span.score < 0] * (min(span.end, len(text)) - span.start)
-    return sum(blamed) / len(text)
+        for i in range(max(span.start, 0), min(span.end, len(text))):
+            lowest[i] = span.score if lowest[i] is None else min(lowest[i], span.score)
+    return sum((result.local_default if l is None else l) < 0 for l in lowest) / len(text)
 
 
 def sample(prompts: int, samples: int, seed: int = 0) -> list[tuple[str, dict, bool]]:
