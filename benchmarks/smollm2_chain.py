@@ -36,6 +36,8 @@ def setup(root: Path, model: str = str(MODEL), train_prompts: int = 2000, eval_p
     ``chat_chain.EVAL_SEED``), each one user message under the model's chat template, and the
     SmolLM2 start, refused unless its fingerprint starts with :data:`START_FINGERPRINT`.
     Idempotent: the prompts are seeded."""
+    if not Path(model).is_dir():
+        raise SystemExit(f"{model}: no SmolLM2 start there: run `make smollm2`")
     found = fingerprint(Path(model))
     if not found.startswith(START_FINGERPRINT):
         raise SystemExit(f"{model}: start {found}, the protocol's is {START_FINGERPRINT}...: run `make smollm2`")

@@ -35,6 +35,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from botgrpo.trainer.models import pretrained
+
 if TYPE_CHECKING:
     from botgrpo.trainer.tasks.chat_arith import ChatArith
 
@@ -63,7 +65,7 @@ KEEP = ("step", "reward_mean", "reward_std", "pass_rate", "kl", "entropy", "grad
 
 
 # ---------------------------------------------------------------------- bookkeeping (pure)
-PROVENANCE = {"conversion.json"}  # how the checkpoint was made (with its timings), not what it is
+PROVENANCE = {pretrained.RECORD}  # how the checkpoint was made (with its timings), not what it is
 # The comparison's cells share the start ``4dc202a4…026f8``: `make smollm2` run under this release of
 # transformers, whose version stamp in config.json and generation_config.json is part of the print
 # (5.25.0 writes the same weights and tokenizer, and another print).

@@ -134,3 +134,9 @@ def test_a_real_smollm2_completion_that_recursed_forever_is_refused():
     [checked] = MathScorer().score_batch([Rollout("x = 3 + 5 = 8", reference={"answer": "8"})],
                                          MathOptions(extraction="boxed"))
     assert checked.passed is True   # a chain after a named left side still reads
+
+
+def test_the_protocol_setup_names_the_make_target_when_the_start_is_missing(tmp_path):
+    from benchmarks.smollm2_chain import setup
+    with pytest.raises(SystemExit, match="make smollm2"):
+        setup(tmp_path, model=str(tmp_path / "absent"))

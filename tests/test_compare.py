@@ -187,6 +187,20 @@ def test_the_fingerprint_tells_starts_apart(tmp_path):
     assert c.fingerprint(tmp_path / "a" / "tok" / "vocab.json") == c.fingerprint(tmp_path / "b" / "tok" / "vocab.json")
 
 
+def test_a_converted_start_keeps_its_print_when_converted_again(tmp_path):
+    """`make smollm2` writes its provenance record (source path, timings) beside the weights: a
+    second conversion differs there and nowhere else, and must not orphan a study's records. The
+    same name anywhere below the top is a file like any other."""
+    for name in ("first", "again"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "model.safetensors").write_bytes(b"\x00" * 64)
+    (tmp_path / "first" / "conversion.json").write_text('{"seconds": 23.3}')
+    (tmp_path / "again" / "conversion.json").write_text('{"seconds": 41.0}')
+    assert c.fingerprint(tmp_path / "first") == c.fingerprint(tmp_path / "again")
+    (tmp_path / "again" / "sub" / "conversion.json").write_text("{}")
+    assert c.fingerprint(tmp_path / "first") != c.fingerprint(tmp_path / "again")
+
+
 # --------------------------------------------------------------------------- the lock
 def test_the_lock_refuses_a_changed_protocol_and_says_what_changed(tmp_path):
     (tmp_path / "model").mkdir()

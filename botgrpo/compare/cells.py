@@ -29,6 +29,7 @@ import yaml
 from botgrpo.compare.keys import METRIC_FIELDS, START_FILES, key
 from botgrpo.compare.protocol import Protocol, digest, flatten, merged, set_dotted
 from botgrpo.services.settings import SettingsError
+from botgrpo.trainer.models.pretrained import RECORD as PROVENANCE
 
 RECORD_DIRS = {"study": "cells", "pilot": "pilots"}
 
@@ -132,12 +133,14 @@ def get_dotted(values: dict[str, Any], dotted: str) -> Any:
 
 def fingerprint(path: str | Path) -> str:
     """A digest of a file, or of every file under a folder (relative names and bytes): which
-    policy or dataset a run started from."""
+    policy or dataset a run started from. A converted checkpoint's provenance record (its source
+    path and timings: how it was made, not what it is) is left out, so the same start converted
+    again in another session keeps its print and a study resumes on it."""
     root, h = Path(path), hashlib.sha256()
     if root.is_file():
         h.update(root.read_bytes())
         return h.hexdigest()[:16]
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+    for file in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).as_posix() != PROVENANCE):
         h.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
     return h.hexdigest()[:16]
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-FORMAT_VERSION = 1  # of conversion.json; a checkpoint written by another version is rebuilt
+RECORD = "conversion.json"  # the provenance record: source, versions, checks, timings (not the model itself)
+FORMAT_VERSION = 1  # of RECORD; a checkpoint written by another version is rebuilt
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def sha256(path: Path, chunk: int = 1 << 22) -> str:
 
 def cached(out: Path, source_sha256: str) -> Optional[dict]:
     """The provenance record of a finished conversion of this very source at ``out``, if any."""
-    record_path = Path(out) / "conversion.json"
+    record_path = Path(out) / RECORD
     try:
         record = json.loads(record_path.read_text())
     except (OSError, ValueError):
@@ -244,10 +245,10 @@ def convert_gguf(gguf: Path, out: Path, *, dtype: str = "float32", force: bool =
             "eos_token_id": eos, "stop_tokens": [tokenizer.convert_ids_to_tokens(int(e)) for e in
                                                  (eos if isinstance(eos, list) else [eos]) if e is not None],
             "checks": checks, "versions": _versions(), "load_seconds": load_s,
-            "files": sorted(p.name for p in staging.iterdir()) + ["conversion.json"],
+            "files": sorted(p.name for p in staging.iterdir()) + [RECORD],
         }
         record["seconds"] = time.perf_counter() - started
-        (staging / "conversion.json").write_text(json.dumps(record, indent=2) + "\n")
+        (staging / RECORD).write_text(json.dumps(record, indent=2) + "\n")
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)
