@@ -8,7 +8,9 @@ local signal, and prints / appends one JSON record per difficulty variant:
 * ``mixed_groups``: the share of prompts whose ``samples`` completions hold both a right and a
   wrong one (a GRPO group with a non-zero advantage);
 * ``blame_agreement``: among completions that ``steps`` and an oracle both blame, the share whose
-  first blamed line is the same line; with ``only_steps`` / ``only_oracle``: blamed by one alone.
+  first blamed line is the same line; with ``only_steps`` / ``only_oracle``: blamed by one alone;
+* ``right_blamed``: per signal, how many passing completions it still puts blame on (a right
+  answer written off the reference's layout, for the line-exact oracle).
 
     nice -n 15 .venv/bin/python -m benchmarks.smollm2_chain_base --name v1 --min-steps 3 --max-steps 4 \\
         --prompts 128 --out docs/results/smollm2_chain/base_rate.json
@@ -75,7 +77,9 @@ def score(tasks, completions, samples: int) -> dict:
               "mixed_groups": sum(0 < sum(g) < len(g) for g in groups) / len(groups),
               "all_right_groups": sum(all(g) for g in groups) / len(groups),
               "cut_off": sum(cut for _, cut in completions) / len(completions),
-              "boxed": sum(r.details.get("method") == "boxed" for r in results["steps"]) / len(passed)}
+              "boxed": sum(r.details.get("method") == "boxed" for r in results["steps"]) / len(passed),
+              "right_blamed": {signal: sum(ok and line is not None for ok, line in zip(passed, lines[signal]))
+                               for signal in SIGNALS}}
     for signal in lines:
         if signal == "steps":
             continue
