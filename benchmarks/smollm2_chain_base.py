@@ -10,7 +10,9 @@ local signal, and prints / appends one JSON record per difficulty variant:
 * ``blame_agreement``: among completions that ``steps`` and an oracle both blame, the share whose
   first blamed line is the same line; with ``only_steps`` / ``only_oracle``: blamed by one alone;
 * ``right_blamed``: per signal, how many passing completions it still puts blame on (a right
-  answer written off the reference's layout, for the line-exact oracle).
+  answer written off the reference's layout, for the line-exact oracle);
+* ``right_written``: of the passing completions, how many write no step at all (no ``a op b = c``
+  anywhere: a bare answer) and how many hold every step of the reference chain.
 
     nice -n 15 .venv/bin/python -m benchmarks.smollm2_chain_base --name v1 --min-steps 3 --max-steps 4 \\
         --prompts 128 --out docs/results/smollm2_chain/base_rate.json
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -26,6 +29,7 @@ from pathlib import Path
 from botgrpo.trainer.tasks import chat_chain
 
 SIGNALS = ("steps", "oracle")
+STEP = re.compile(r"\d+\s*[-+*]\s*\d+\s*=\s*\d+")  # a written step, anywhere in a line
 
 
 def generate(model_dir: str, questions: list[str], samples: int, temperature: float, max_new_tokens: int,
@@ -79,7 +83,11 @@ def score(tasks, completions, samples: int) -> dict:
               "cut_off": sum(cut for _, cut in completions) / len(completions),
               "boxed": sum(r.details.get("method") == "boxed" for r in results["steps"]) / len(passed),
               "right_blamed": {signal: sum(ok and line is not None for ok, line in zip(passed, lines[signal]))
-                               for signal in SIGNALS}}
+                               for signal in SIGNALS},
+              "right_written": {
+                  "no step": sum(ok and not STEP.search(ro.completion) for ok, ro in zip(passed, rollouts)),
+                  "the whole reference chain": sum(ok and all(step in ro.completion for step in ro.reference["chain"])
+                                                   for ok, ro in zip(passed, rollouts))}}
     for signal in lines:
         if signal == "steps":
             continue

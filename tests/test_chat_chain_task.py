@@ -143,12 +143,14 @@ def test_the_protocol_setup_names_the_make_target_when_the_start_is_missing(tmp_
 
 
 def test_the_base_rate_counts_right_answers_each_signal_still_blames():
-    """benchmarks.smollm2_chain_base on a hand-made group of 4: right, right but numbered (the
+    """benchmarks.smollm2_chain_base on a hand-made group of 5: right, right but numbered (the
     oracle alone blames it), an arithmetic slip (both blame line 1), a right sum of a wrong factor
-    (the oracle alone)."""
+    (the oracle alone), a bare right answer (the oracle alone)."""
     from benchmarks.smollm2_chain_base import score as base_rate
-    completions = [(RIGHT, False), (NUMBERED, False), (WRONG_RESULT, False), (WRONG_OPERAND, False)]
-    record = base_rate([EXAMPLE.task], completions, samples=4)
-    assert record["pass_rate"] == 0.5 and record["mixed_groups"] == 1.0
-    assert record["right_blamed"] == {"steps": 0, "oracle": 1}
-    assert record["steps_vs_oracle"] == {"both_blame": 1, "same_line": 1.0, "only_steps": 0, "only_oracle": 2}
+    completions = [(RIGHT, False), (NUMBERED, False), (WRONG_RESULT, False), (WRONG_OPERAND, False),
+                   ("The answer is 32.", False)]   # a bare right answer: passes, no step, the oracle blames it
+    record = base_rate([EXAMPLE.task], completions, samples=5)
+    assert record["pass_rate"] == 0.6 and record["mixed_groups"] == 1.0
+    assert record["right_blamed"] == {"steps": 0, "oracle": 2}
+    assert record["right_written"] == {"no step": 1, "the whole reference chain": 2}
+    assert record["steps_vs_oracle"] == {"both_blame": 1, "same_line": 1.0, "only_steps": 0, "only_oracle": 3}
