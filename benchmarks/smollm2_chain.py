@@ -10,6 +10,10 @@ The base rate the difficulty was set on: ``benchmarks/smollm2_chain_base.py``,
 """
 from __future__ import annotations
 
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from botgrpo.trainer.tasks import chat_chain
@@ -28,22 +32,97 @@ def fingerprint(model: Path) -> str:
     return smollm2_fingerprint(Path(model))
 
 
-def setup(root: Path, model: str = str(MODEL), train_prompts: int = 2000, eval_prompts: int = 128,
-          min_steps: int = 3, max_steps: int = 3, max_operand: int = 5, max_factor: int = 3,
-          operators: str = "+-") -> dict[str, object]:
-    """``botgrpo compare``'s setup hook: the chat chain prompts under ``root`` (training from draw
-    seed ``chat_chain.TRAIN_SEED`` with every held-out question removed, held-out from
-    ``chat_chain.EVAL_SEED``), each one user message under the model's chat template, and the
-    SmolLM2 start, refused unless its fingerprint starts with :data:`START_FINGERPRINT`.
-    Idempotent: the prompts are seeded."""
+@dataclass(frozen=True)
+class WarmRecipe:
+    """How the warm start is made from the SmolLM2 start: plain SFT (``botgrpo.trainer.models.sft``,
+    loss on the completion) on worked chains of the study's difficulty under the chat template, a
+    ``broken_share`` of them with one slip (``chat_chain.make_sft_corpus``, draw ``corpus_seed``,
+    held-out prompts excluded). ``threads``: torch threads, part of the recipe because the sums'
+    order, and so the weights' last bits, depend on it."""
+
+    steps: int = 48
+    batch_size: int = 8
+    lr: float = 3e-5
+    warmup_steps: int = 5
+    broken_share: float = 0.5
+    corpus_seed: int = 33
+    seed: int = 0
+    threads: int = 2
+
+    @property
+    def name(self) -> str:
+        return (f"smollm2-chain-warm-s{self.steps}-b{self.batch_size}-lr{self.lr:g}-w{self.warmup_steps}"
+                f"-broken{self.broken_share:g}-c{self.corpus_seed}-seed{self.seed}-t{self.threads}")
+
+
+def warm_start(difficulty: chat_chain.Difficulty, recipe: WarmRecipe, base: Path = MODEL, eval_prompts: int = 128,
+               cache: Path = MODEL.parent, log=print) -> Path:
+    """The warm start's model folder under ``cache`` (``<recipe name>-<difficulty>/model``), built
+    from ``base`` if missing: the base copied, trained by :class:`WarmRecipe`, saved, and
+    ``warm.json`` (recipe, difficulty, SFT loss and seconds) written beside the folder, last, so a
+    folder without it is an interrupted build and is made again."""
+    from transformers import AutoTokenizer
+
+    from botgrpo.trainer.models.sft import sft
+
+    d = difficulty
+    out = Path(cache) / f"{recipe.name}-d{d.min_steps}{d.max_steps}o{d.max_operand}{''.join(d.operators)}"
+    if (out / "warm.json").exists():
+        return out / "model"
+    checked_start(Path(base))
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(base, out / "model")
+    tokenizer = AutoTokenizer.from_pretrained(out / "model")
+    held_out = {t.prompt for t in chat_chain.make_prompts(eval_prompts, chat_chain.EVAL_SEED, d)}
+    corpus = chat_chain.make_sft_corpus(recipe.steps * recipe.batch_size, recipe.corpus_seed, d,
+                                        recipe.broken_share, exclude=held_out)
+    pairs = [(tokenizer.apply_chat_template([{"role": "user", "content": example.task.prompt.strip()}],
+                                            tokenize=False, add_generation_prompt=True), completion)
+             for example, completion in corpus]
+    began = time.perf_counter()
+    metrics = sft(out / "model", pairs, max_steps=recipe.steps, max_seconds=None, batch_size=recipe.batch_size,
+                  lr=recipe.lr, warmup_steps=recipe.warmup_steps, seed=recipe.seed, threads=recipe.threads,
+                  log=log)
+    (out / "warm.json").write_text(json.dumps({
+        "recipe": asdict(recipe), "difficulty": {**asdict(d), "operators": "".join(d.operators)},
+        "losses": [round(x, 4) for x in metrics.losses], "seconds": round(time.perf_counter() - began, 1)}, indent=1) + "\n")
+    return out / "model"
+
+
+def checked_start(model: Path) -> Path:
+    """``model`` if it is the SmolLM2 start this study was written on (:data:`START_FINGERPRINT`)."""
     if not Path(model).is_dir():
         raise SystemExit(f"{model}: no SmolLM2 start there: run `make smollm2`")
     found = fingerprint(Path(model))
     if not found.startswith(START_FINGERPRINT):
         raise SystemExit(f"{model}: start {found}, the protocol's is {START_FINGERPRINT}...: run `make smollm2`")
-    difficulty = chat_chain.Difficulty(min_steps, max_steps, max_operand, max_factor, operators=tuple(operators))
+    return Path(model)
+
+
+def prompts(root: Path, difficulty: chat_chain.Difficulty, train_prompts: int, eval_prompts: int) -> dict[str, object]:
+    """The chat chain prompts under ``root``: training from draw seed ``chat_chain.TRAIN_SEED`` with
+    every held-out question removed, held-out from ``chat_chain.EVAL_SEED``; each one user message
+    under the model's chat template. Idempotent: the draws are seeded."""
     train, held_out = chat_chain.make_split(train_prompts, eval_prompts, difficulty)
-    root = Path(root)
-    return {"model": str(model),
-            "data": {"dataset": conversation_dataset(root / "train.jsonl", train)},
-            "eval": {"dataset": conversation_dataset(root / "eval.jsonl", held_out)}}
+    return {"data": {"dataset": conversation_dataset(Path(root) / "train.jsonl", train)},
+            "eval": {"dataset": conversation_dataset(Path(root) / "eval.jsonl", held_out)}}
+
+
+def setup(root: Path, model: str = str(MODEL), train_prompts: int = 2000, eval_prompts: int = 128,
+          min_steps: int = 3, max_steps: int = 3, max_operand: int = 5, max_factor: int = 3,
+          operators: str = "+-") -> dict[str, object]:
+    """``botgrpo compare``'s setup hook for the first protocol (docs/results/smollm2_chain): the
+    :func:`prompts` and the SmolLM2 start itself (:func:`checked_start`)."""
+    difficulty = chat_chain.Difficulty(min_steps, max_steps, max_operand, max_factor, operators=tuple(operators))
+    return {"model": str(checked_start(Path(model))), **prompts(root, difficulty, train_prompts, eval_prompts)}
+
+
+def setup_warm(root: Path, model: str = str(MODEL), train_prompts: int = 2000, eval_prompts: int = 128,
+               min_steps: int = 4, max_steps: int = 6, max_operand: int = 9, max_factor: int = 3,
+               operators: str = "+-", warm: dict | None = None) -> dict[str, object]:
+    """The setup hook of the warm-start protocol (docs/results/smollm2_warm_chain): the
+    :func:`prompts` and the :func:`warm_start` of ``warm`` (:class:`WarmRecipe`'s fields) made from
+    the checked SmolLM2 start, built on the first call (a few minutes) and reused after."""
+    difficulty = chat_chain.Difficulty(min_steps, max_steps, max_operand, max_factor, operators=tuple(operators))
+    start = warm_start(difficulty, WarmRecipe(**(warm or {})), base=checked_start(Path(model)), eval_prompts=eval_prompts)
+    return {"model": str(start), **prompts(root, difficulty, train_prompts, eval_prompts)}

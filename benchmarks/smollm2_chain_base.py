@@ -115,12 +115,20 @@ def main(argv=None) -> None:
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", default="float32", help="float32 (bfloat16 has no fast path on an AVX2-only CPU)")
+    p.add_argument("--warm-steps", type=int, help="measure the warm start of this many SFT steps "
+                   "(benchmarks.smollm2_chain.warm_start; built from --model when missing)")
+    p.add_argument("--warm-broken-share", type=float, default=0.5, help="the warm start's corpus share with one slip")
     p.add_argument("--out", help="append the record to this JSON list")
     p.add_argument("--dump", help="write every completion and its verdict here (JSONL)")
     args = p.parse_args(argv)
     difficulty = chat_chain.Difficulty(args.min_steps, args.max_steps, args.max_operand, args.max_factor,
                                        operators=tuple(args.operators))
     tasks = chat_chain.make_prompts(args.prompts, chat_chain.EVAL_SEED, difficulty)
+    warm = None
+    if args.warm_steps:
+        from benchmarks.smollm2_chain import WarmRecipe, warm_start
+        warm = WarmRecipe(steps=args.warm_steps, broken_share=args.warm_broken_share)
+        args.model = str(warm_start(difficulty, warm, base=Path(args.model)))
     began = time.time()
     completions = generate(args.model, [t.prompt.strip() for t in tasks], args.samples, args.temperature,
                            args.max_new_tokens, args.seed, args.batch, args.dtype)
@@ -129,7 +137,7 @@ def main(argv=None) -> None:
         with open(args.dump, "w") as f:
             for i, (text, cut) in enumerate(completions):
                 f.write(json.dumps({"prompt": tasks[i // args.samples].prompt, "completion": text, "cut": cut}) + "\n")
-    record = {"name": args.name, "difficulty": {**asdict(difficulty), "operators": "".join(difficulty.operators)},
+    record = {"name": args.name, **({"warm_start": asdict(warm)} if warm else {}), "difficulty": {**asdict(difficulty), "operators": "".join(difficulty.operators)},
               "example_prompt": tasks[0].prompt, "prompts": args.prompts, "samples": args.samples, "temperature": args.temperature,
               "max_new_tokens": args.max_new_tokens, "dtype": args.dtype, "eval_seed": chat_chain.EVAL_SEED,
               "generate_seconds": round(seconds, 1), **score(tasks, completions, args.samples)}

@@ -154,3 +154,46 @@ def test_the_base_rate_counts_right_answers_each_signal_still_blames():
     assert record["right_blamed"] == {"steps": 0, "oracle": 2}
     assert record["right_written"] == {"no step": 1, "the whole reference chain": 2}
     assert record["steps_vs_oracle"] == {"both_blame": 1, "same_line": 1.0, "only_steps": 0, "only_oracle": 3}
+
+
+def test_a_worked_completion_is_the_reference_layout_and_a_slip_carries_on():
+    assert EXAMPLE.completion() == RIGHT
+    assert EXAMPLE.completion(error_at=1, error=-1) == WRONG_RESULT    # 36 -> 35, then 35 - 4 = 31
+    assert score(EXAMPLE.completion(), "oracle").passed and score(EXAMPLE.completion(), "oracle").local == []
+
+
+def test_the_sft_corpus_is_seeded_excludes_held_out_prompts_and_slips_once_where_it_says():
+    difficulty = chat_chain.Difficulty(3, 3, 5, 3, operators=("+", "-"))
+    held_out = {t.prompt for t in chat_chain.make_prompts(64, chat_chain.EVAL_SEED, difficulty)}
+    corpus = chat_chain.make_sft_corpus(400, 5, difficulty, broken_share=0.5, exclude=held_out)
+    assert corpus == chat_chain.make_sft_corpus(400, 5, difficulty, broken_share=0.5, exclude=held_out)
+    assert not any(example.task.prompt in held_out for example, _ in corpus)
+    slipped = 0
+    for example, completion in corpus:
+        lines = completion.split("\n")
+        wrong = [i for i, (line, right) in enumerate(zip(lines, example.chain)) if line != right]
+        assert lines[-1].startswith("The answer is \\boxed{") and len(lines) == len(example.chain) + 1
+        if wrong:   # one slip: its result off by 1-3, every later line carried on from it
+            slipped += 1
+            first = wrong[0]
+            off = int(lines[first].rsplit("= ", 1)[1]) - int(example.chain[first].rsplit("= ", 1)[1])
+            assert off in chat_chain.SLIPS and int(lines[first].rsplit("= ", 1)[1]) >= 1
+            assert completion == example.completion(first, off)
+            assert not score_reference(completion, example).passed
+        else:
+            assert completion == example.completion()
+    assert 150 < slipped < 250   # about half of 400
+
+
+def score_reference(completion: str, example: chat_chain.ChatChainExample):
+    [result] = MathScorer().score_batch([Rollout(completion, reference=example.task.reference)],
+                                        MathOptions(extraction="boxed", local="steps"))
+    return result
+
+
+def test_the_warm_start_is_named_by_its_recipe_and_needs_the_smollm2_start(tmp_path):
+    from benchmarks.smollm2_chain import WarmRecipe, warm_start
+    assert WarmRecipe().name != WarmRecipe(broken_share=0.7).name != WarmRecipe(threads=1).name
+    with pytest.raises(SystemExit, match="make smollm2"):
+        warm_start(chat_chain.Difficulty(), WarmRecipe(), base=tmp_path / "absent", cache=tmp_path)
+    assert not any(tmp_path.iterdir())   # nothing half-built left behind

@@ -72,3 +72,24 @@ def test_chat_prompts_and_sampling_go_through_the_trainers_loop(checkpoint):
     batch = engine.generate([messages], 2, SamplingParams(max_new_tokens=12, temperature=0.7), seeds=[0])
     assert batch.lengths.min() >= 1 and all(text.strip() for text in batch.texts)
     assert [len(spans) for spans in batch.spans] == batch.lengths.tolist()
+
+
+def test_the_warm_chain_protocols_cap_fits_every_right_completion_with_margin(checkpoint):
+    """docs/results/smollm2_warm_chain: a right answer in the asked layout is never cut off by the
+    token cap (a cut-off answer is refused), with room for a slip's extra digit and a short preamble."""
+    from pathlib import Path
+
+    import yaml
+    from transformers import AutoTokenizer
+
+    from botgrpo.trainer.tasks import chat_chain
+
+    protocol = yaml.safe_load(Path("docs/results/smollm2_warm_chain/protocol.yaml").read_text())
+    options = protocol["setup"]["options"]
+    cap = protocol["base"]["values"]["rollout"]["sampling"]["max_new_tokens"]
+    difficulty = chat_chain.Difficulty(options["min_steps"], options["max_steps"], options["max_operand"],
+                                       operators=tuple(options["operators"]))
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    examples = [e for seed in (chat_chain.TRAIN_SEED, chat_chain.EVAL_SEED, 7) for e in chat_chain.make_examples(8000, seed, difficulty)]
+    longest = max(len(tokenizer(e.completion(), add_special_tokens=False)["input_ids"]) + 1 for e in examples)
+    assert longest == 70 and cap - longest >= 16

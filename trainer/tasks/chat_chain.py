@@ -92,6 +92,17 @@ class ChatChainExample:
     def task(self) -> Task:
         return Task(format_prompt(self.question), {"answer": str(self.answer), "chain": self.chain})
 
+    def completion(self, error_at: int | None = None, error: int = 0) -> str:
+        """The worked answer in the asked layout: the step lines, then ``The answer is \\boxed{N}.``
+        With ``error_at``, that step's result is off by ``error`` and the later steps carry on
+        from the wrong value (one slip, worked through), so the answer is wrong."""
+        value, lines = self.start, []
+        for index, (op, n) in enumerate(self.operations):
+            result = apply(op, value, n) + (error if index == error_at else 0)
+            lines.append(f"{value} {op} {n} = {result}")
+            value = result
+        return "\n".join([*lines, f"The answer is \\boxed{{{value}}}."])
+
 
 #: ``a op b`` by operator
 APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul}
@@ -131,6 +142,34 @@ def make_prompts(n: int, seed: int, difficulty: Difficulty = Difficulty()) -> li
 
 
 
+SLIPS = (-3, -2, -1, 1, 2, 3)  # how far a slipped step's result is off
+
+
+def make_sft_corpus(n: int, seed: int, difficulty: Difficulty = Difficulty(), broken_share: float = 0.5,
+                    exclude: frozenset[str] | set[str] = frozenset()) -> list[tuple[ChatChainExample, str]]:
+    """``n`` worked examples ``(example, completion)`` drawn with ``seed`` (none whose prompt is in
+    ``exclude``: the held-out set), a ``broken_share`` of them with one slip at a random step
+    (:meth:`ChatChainExample.completion`; the slipped result is at least 1). A warm start trained on
+    them writes the chain in the asked layout and slips about as often as it has seen."""
+    rng, pairs = random.Random(seed), []
+    for _ in range(100 * n):
+        if len(pairs) == n:
+            break
+        example = make_example(rng, difficulty)
+        if example.task.prompt in exclude:
+            continue
+        if rng.random() < broken_share:
+            at = rng.randrange(len(example.operations))
+            correct = example.chain[at].rsplit("= ", 1)[1]
+            error = rng.choice([e for e in SLIPS if int(correct) + e >= 1])
+            pairs.append((example, example.completion(at, error)))
+        else:
+            pairs.append((example, example.completion()))
+    if len(pairs) < n:
+        raise ValueError(f"only {len(pairs)} worked examples outside the excluded prompts at {difficulty}")
+    return pairs
+
+
 def make_split(n_train: int, n_eval: int, difficulty: Difficulty = Difficulty()) -> tuple[list[Task], list[Task]]:
     """Training prompts (draw seed :data:`TRAIN_SEED`) and held-out ones (:data:`EVAL_SEED`), with
     every training prompt whose question is also held out skipped: a small difficulty has few
@@ -149,5 +188,5 @@ def make_split(n_train: int, n_eval: int, difficulty: Difficulty = Difficulty())
     return train, held_out
 
 
-__all__ = ["EVAL_SEED", "INSTRUCTION", "OPERATIONS", "TRAIN_SEED", "ChatChainExample", "Difficulty", "apply",
-           "make_example", "make_examples", "make_prompts", "make_split"]
+__all__ = ["EVAL_SEED", "INSTRUCTION", "OPERATIONS", "SLIPS", "TRAIN_SEED", "ChatChainExample", "Difficulty", "apply",
+           "make_example", "make_examples", "make_prompts", "make_sft_corpus", "make_split"]
