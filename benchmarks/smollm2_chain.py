@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from botgrpo.trainer.models import pretrained
 from botgrpo.trainer.tasks import chat_chain
 from botgrpo.trainer.tasks.chat_arith import conversation_dataset
 
@@ -71,7 +72,7 @@ def warm_start(difficulty: chat_chain.Difficulty, recipe: WarmRecipe, base: Path
         return out / "model"
     checked_start(Path(base))
     shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(base, out / "model")
+    shutil.copytree(base, out / "model", ignore=shutil.ignore_patterns(pretrained.RECORD))  # the base's, not this model's
     tokenizer = AutoTokenizer.from_pretrained(out / "model")
     held_out = {t.prompt for t in chat_chain.make_prompts(eval_prompts, chat_chain.EVAL_SEED, d)}
     corpus = chat_chain.make_sft_corpus(recipe.steps * recipe.batch_size, recipe.corpus_seed, d,
@@ -85,7 +86,8 @@ def warm_start(difficulty: chat_chain.Difficulty, recipe: WarmRecipe, base: Path
                   log=log)
     (out / "warm.json").write_text(json.dumps({
         "recipe": asdict(recipe), "difficulty": {**asdict(d), "operators": "".join(d.operators)},
-        "losses": [round(x, 4) for x in metrics.losses], "seconds": round(time.perf_counter() - began, 1)}, indent=1) + "\n")
+        "losses": [round(x, 4) for x in metrics.losses],
+        "seconds": round(time.perf_counter() - began, 1)}, indent=1) + "\n")
     return out / "model"
 
 
@@ -124,5 +126,6 @@ def setup_warm(root: Path, model: str = str(MODEL), train_prompts: int = 2000, e
     :func:`prompts` and the :func:`warm_start` of ``warm`` (:class:`WarmRecipe`'s fields) made from
     the checked SmolLM2 start, built on the first call (a few minutes) and reused after."""
     difficulty = chat_chain.Difficulty(min_steps, max_steps, max_operand, max_factor, operators=tuple(operators))
-    start = warm_start(difficulty, WarmRecipe(**(warm or {})), base=checked_start(Path(model)), eval_prompts=eval_prompts)
+    start = warm_start(difficulty, WarmRecipe(**(warm or {})), base=checked_start(Path(model)),
+                       eval_prompts=eval_prompts)
     return {"model": str(start), **prompts(root, difficulty, train_prompts, eval_prompts)}

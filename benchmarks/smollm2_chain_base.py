@@ -137,7 +137,8 @@ def main(argv=None) -> None:
         with open(args.dump, "w") as f:
             for i, (text, cut) in enumerate(completions):
                 f.write(json.dumps({"prompt": tasks[i // args.samples].prompt, "completion": text, "cut": cut}) + "\n")
-    record = {"name": args.name, **({"warm_start": asdict(warm)} if warm else {}), "difficulty": {**asdict(difficulty), "operators": "".join(difficulty.operators)},
+    record = {"name": args.name, **({"warm_start": asdict(warm)} if warm else {}),
+              "difficulty": {**asdict(difficulty), "operators": "".join(difficulty.operators)},
               "example_prompt": tasks[0].prompt, "prompts": args.prompts, "samples": args.samples, "temperature": args.temperature,
               "max_new_tokens": args.max_new_tokens, "dtype": args.dtype, "eval_seed": chat_chain.EVAL_SEED,
               "generate_seconds": round(seconds, 1), **score(tasks, completions, args.samples)}

@@ -90,6 +90,7 @@ def test_the_warm_chain_protocols_cap_fits_every_right_completion_with_margin(ch
     difficulty = chat_chain.Difficulty(options["min_steps"], options["max_steps"], options["max_operand"],
                                        operators=tuple(options["operators"]))
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    examples = [e for seed in (chat_chain.TRAIN_SEED, chat_chain.EVAL_SEED, 7) for e in chat_chain.make_examples(8000, seed, difficulty)]
+    examples = [e for seed in (chat_chain.TRAIN_SEED, chat_chain.EVAL_SEED, 7)
+                for e in chat_chain.make_examples(8000, seed, difficulty)]
     longest = max(len(tokenizer(e.completion(), add_special_tokens=False)["input_ids"]) + 1 for e in examples)
     assert longest == 70 and cap - longest >= 16
