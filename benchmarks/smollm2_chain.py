@@ -124,8 +124,8 @@ def setup_warm(root: Path, model: str = str(MODEL), train_prompts: int = 2000, e
                operators: str = "+-", warm: dict | None = None) -> dict[str, object]:
     """The setup hook of the warm-start protocol (docs/results/smollm2_warm_chain): the
     :func:`prompts` and the :func:`warm_start` of ``warm`` (:class:`WarmRecipe`'s fields) made from
-    the checked SmolLM2 start, built on the first call (a few minutes) and reused after."""
+    the SmolLM2 start (checked when it is built), built on the first call (a few minutes) and
+    reused after; the lock holds the warm start's own print."""
     difficulty = chat_chain.Difficulty(min_steps, max_steps, max_operand, max_factor, operators=tuple(operators))
-    start = warm_start(difficulty, WarmRecipe(**(warm or {})), base=checked_start(Path(model)),
-                       eval_prompts=eval_prompts)
+    start = warm_start(difficulty, WarmRecipe(**(warm or {})), base=Path(model), eval_prompts=eval_prompts)
     return {"model": str(start), **prompts(root, difficulty, train_prompts, eval_prompts)}
