@@ -10,12 +10,14 @@ The base rate the difficulty was set on: ``benchmarks/smollm2_chain_base.py``,
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from botgrpo.compare.cells import BUILT_FROM
 from botgrpo.trainer.models import pretrained
 from botgrpo.trainer.tasks import chat_chain
 from botgrpo.trainer.tasks.chat_arith import conversation_dataset
@@ -56,39 +58,74 @@ class WarmRecipe:
                 f"-broken{self.broken_share:g}-c{self.corpus_seed}-seed{self.seed}-t{self.threads}")
 
 
+# what a warm start's BUILT_FROM names as its maker: change it when the SFT code changes what a recipe makes
+BUILDER = "benchmarks.smollm2_chain.warm_start 1"
+
+
 def warm_start(difficulty: chat_chain.Difficulty, recipe: WarmRecipe, base: Path = MODEL, eval_prompts: int = 128,
                cache: Path = MODEL.parent, log=print) -> Path:
     """The warm start's model folder under ``cache`` (``<recipe name>-<difficulty>/model``), built
-    from ``base`` if missing: the base copied, trained by :class:`WarmRecipe`, saved, and
-    ``warm.json`` (recipe, difficulty, SFT loss and seconds) written beside the folder, last, so a
-    folder without it is an interrupted build and is made again."""
-    from transformers import AutoTokenizer
-
+    from ``base`` if missing: the base copied, trained by :class:`WarmRecipe`, saved with its
+    ``built-from.json`` (:func:`built_from`: what identifies it to ``botgrpo compare``, since its
+    bytes differ from one CPU to another), and ``warm.json`` (recipe, difficulty, SFT loss and
+    seconds) written beside the folder, last, so a folder without it is an interrupted build and
+    is made again. A build from before ``built-from.json`` existed gets it here, not a new build."""
     from botgrpo.trainer.models.sft import sft
 
     d = difficulty
     out = Path(cache) / f"{recipe.name}-d{d.min_steps}{d.max_steps}o{d.max_operand}{''.join(d.operators)}"
     if (out / "warm.json").exists():
+        if not (out / "model" / BUILT_FROM).exists():
+            _write_built_from(out / "model", base, d, recipe, sft_pairs(out / "model", d, recipe, eval_prompts))
         return out / "model"
     checked_start(Path(base))
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(base, out / "model", ignore=shutil.ignore_patterns(pretrained.RECORD))  # the base's, not this model's
-    tokenizer = AutoTokenizer.from_pretrained(out / "model")
-    held_out = {t.prompt for t in chat_chain.make_prompts(eval_prompts, chat_chain.EVAL_SEED, d)}
-    corpus = chat_chain.make_sft_corpus(recipe.steps * recipe.batch_size, recipe.corpus_seed, d,
-                                        recipe.broken_share, exclude=held_out)
-    pairs = [(tokenizer.apply_chat_template([{"role": "user", "content": example.task.prompt.strip()}],
-                                            tokenize=False, add_generation_prompt=True), completion)
-             for example, completion in corpus]
+    pairs = sft_pairs(out / "model", d, recipe, eval_prompts)
     began = time.perf_counter()
     metrics = sft(out / "model", pairs, max_steps=recipe.steps, max_seconds=None, batch_size=recipe.batch_size,
                   lr=recipe.lr, warmup_steps=recipe.warmup_steps, seed=recipe.seed, threads=recipe.threads,
                   log=log)
+    _write_built_from(out / "model", base, d, recipe, pairs)
     (out / "warm.json").write_text(json.dumps({
-        "recipe": asdict(recipe), "difficulty": {**asdict(d), "operators": "".join(d.operators)},
+        "recipe": asdict(recipe), "difficulty": _difficulty(d),
         "losses": [round(x, 4) for x in metrics.losses],
         "seconds": round(time.perf_counter() - began, 1)}, indent=1) + "\n")
     return out / "model"
+
+
+def sft_pairs(model: Path, difficulty: chat_chain.Difficulty, recipe: WarmRecipe,
+              eval_prompts: int = 128) -> list[tuple[str, str]]:
+    """The recipe's SFT corpus as (prompt under ``model``'s chat template, completion) pairs."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    held_out = {t.prompt for t in chat_chain.make_prompts(eval_prompts, chat_chain.EVAL_SEED, difficulty)}
+    corpus = chat_chain.make_sft_corpus(recipe.steps * recipe.batch_size, recipe.corpus_seed, difficulty,
+                                        recipe.broken_share, exclude=held_out)
+    return [(tokenizer.apply_chat_template([{"role": "user", "content": example.task.prompt.strip()}],
+                                           tokenize=False, add_generation_prompt=True), completion)
+            for example, completion in corpus]
+
+
+def built_from(base_print: str, difficulty: chat_chain.Difficulty, recipe: WarmRecipe,
+               pairs: list[tuple[str, str]]) -> dict[str, object]:
+    """What a warm start is made from and how: the maker (:data:`BUILDER`), the base's print, the
+    recipe, the difficulty and the SFT corpus's sha256. Its bytes are the start's identity in
+    ``botgrpo compare`` (``botgrpo.compare.cells.BUILT_FROM``)."""
+    corpus = hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
+    return {"builder": BUILDER, "base": base_print, "recipe": asdict(recipe), "difficulty": _difficulty(difficulty),
+            "corpus": corpus}
+
+
+def _write_built_from(model: Path, base: Path, difficulty: chat_chain.Difficulty, recipe: WarmRecipe,
+                      pairs: list[tuple[str, str]]) -> None:
+    record = built_from(fingerprint(checked_start(Path(base))), difficulty, recipe, pairs)
+    (model / BUILT_FROM).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def _difficulty(d: chat_chain.Difficulty) -> dict[str, object]:
+    return {**asdict(d), "operators": "".join(d.operators)}
 
 
 def checked_start(model: Path) -> Path:
@@ -125,7 +162,7 @@ def setup_warm(root: Path, model: str = str(MODEL), train_prompts: int = 2000, e
     """The setup hook of the warm-start protocol (docs/results/smollm2_warm_chain): the
     :func:`prompts` and the :func:`warm_start` of ``warm`` (:class:`WarmRecipe`'s fields) made from
     the SmolLM2 start (checked when it is built), built on the first call (a few minutes) and
-    reused after; the lock holds the warm start's own print."""
+    reused after; the lock holds the warm start's print, its `built-from.json`."""
     difficulty = chat_chain.Difficulty(min_steps, max_steps, max_operand, max_factor, operators=tuple(operators))
     start = warm_start(difficulty, WarmRecipe(**(warm or {})), base=Path(model), eval_prompts=eval_prompts)
     return {"model": str(start), **prompts(root, difficulty, train_prompts, eval_prompts)}

@@ -4,14 +4,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from botgrpo.compare.cells import BUILT_FROM
 from tests.tiny_setup import tiny_math_setup
 
 
 def tiny(root: Path) -> dict[str, Any]:
     """The tiny policy and arithmetic datasets under ``root``, as training config values (reused
-    when built: a setup hook runs on every ``botgrpo compare`` and the lock fingerprints them)."""
+    when built: a setup hook runs on every ``botgrpo compare`` and the lock fingerprints them). The
+    policy is made by a seeded recipe, and says so: its built-from.json is its identity."""
     root = Path(root)
     if not (root / "model" / "config.json").exists():
         tiny_math_setup(root)
+        (root / "model" / BUILT_FROM).write_text('{"builder": "tests.tiny_setup.tiny_math_setup"}\n')
     return {"model": str(root / "model"), "data": {"dataset": str(root / "train.jsonl")},
             "eval": {"dataset": str(root / "eval.jsonl")}}

@@ -201,6 +201,22 @@ def test_a_converted_start_keeps_its_print_when_converted_again(tmp_path):
     assert c.fingerprint(tmp_path / "first") != c.fingerprint(tmp_path / "again")
 
 
+def test_a_built_start_is_what_it_was_built_from_not_its_last_bits(tmp_path):
+    """A warm start trained again on another CPU differs in its weights' last bits: with its
+    built-from.json the print is that file's, so a study resumes on the rebuild; another recipe is
+    another start. The bytes' own print still tells the two builds apart (a record's ``built``)."""
+    for name, weights in (("here", b"\x00" * 64), ("there", b"\x00" * 63 + b"\x01")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.safetensors").write_bytes(weights)
+        (tmp_path / name / c.BUILT_FROM).write_text('{"recipe": {"steps": 48}}')
+    assert c.fingerprint(tmp_path / "here") == c.fingerprint(tmp_path / "there")
+    assert c.byte_print(tmp_path / "here") != c.byte_print(tmp_path / "there")
+    start = {"model": str(tmp_path / "there"), "data": {"dataset": str(tmp_path / "there" / "model.safetensors")}}
+    assert c.built_prints(start) == {"model": c.byte_print(tmp_path / "there")}
+    (tmp_path / "there" / c.BUILT_FROM).write_text('{"recipe": {"steps": 49}}')
+    assert c.fingerprint(tmp_path / "here") != c.fingerprint(tmp_path / "there")
+
+
 # --------------------------------------------------------------------------- the lock
 def test_the_lock_refuses_a_changed_protocol_and_says_what_changed(tmp_path):
     (tmp_path / "model").mkdir()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from botgrpo.compare import cells as c
 from botgrpo.trainer.run.checkpoint import latest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,6 +97,9 @@ def test_a_tiny_study_runs_end_to_end_and_resumes_after_a_kill(tmp_path):
     assert record["protocol"] == json.loads((results / "lock.json").read_text())["protocol_hash"]
     assert [m["step"] for m in record["metrics"]] == [1, 2, 3, 4, 5, 6] and "train_config" in record
     assert record["train_config"]["reward"]["options"]["local_weight"] == 0.0 and record["train_config"]["seed"] == 0
+    # the tiny policy is identified by its built-from.json; the record also names the build's bytes
+    model = Path(record["train_config"]["model"])
+    assert record["start"]["model"] == c.fingerprint(model) != c.byte_print(model) == record["built"]["model"]
     verdict = json.loads((results / "verdict.json").read_text())
     assert verdict["complete"] and verdict["cells"] == {"finished": 4, "total": 4}
     assert "### primary: bot_grpo vs ws0" in (results / "report.md").read_text()

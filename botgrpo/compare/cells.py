@@ -32,6 +32,7 @@ from botgrpo.services.settings import SettingsError
 from botgrpo.trainer.models.pretrained import RECORD as PROVENANCE
 
 RECORD_DIRS = {"study": "cells", "pilot": "pilots"}
+BUILT_FROM = "built-from.json"   # in a start folder a recipe trained: what identifies it (:func:`fingerprint`)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,20 @@ def fingerprint(path: str | Path) -> str:
     """A digest of a file, or of every file under a folder (relative names and bytes): which
     policy or dataset a run started from. A converted checkpoint's provenance record (its source
     path and timings: how it was made, not what it is) is left out, so the same start converted
-    again in another session keeps its print and a study resumes on it."""
+    again in another session keeps its print and a study resumes on it.
+
+    A folder holding :data:`BUILT_FROM` is identified by that file alone: a start that a recipe
+    trains (an SFT warm start) is what it was trained from and how, because trained again on
+    another CPU its float32 weights differ in the last bits (seen: one recipe on one base gave two
+    prints on two machines, with the same loss curve to four decimals). Its bytes: :func:`byte_print`."""
+    root = Path(path)
+    if (root / BUILT_FROM).is_file():
+        return hashlib.sha256((root / BUILT_FROM).read_bytes()).hexdigest()[:16]
+    return byte_print(root)
+
+
+def byte_print(path: str | Path) -> str:
+    """:func:`fingerprint` of the bytes alone, :data:`BUILT_FROM` or not."""
     root, h = Path(path), hashlib.sha256()
     if root.is_file():
         h.update(root.read_bytes())
@@ -147,12 +161,19 @@ def fingerprint(path: str | Path) -> str:
 
 def start_fingerprints(start: dict[str, Any]) -> dict[str, str]:
     """Fingerprints of the shared start's files (the model, the datasets) that exist locally."""
-    out = {}
-    for name in START_FILES:
-        value = get_dotted(start, key(name))
-        if isinstance(value, str) and Path(value).exists():
-            out[key(name)] = fingerprint(value)
-    return out
+    return {dotted: fingerprint(path) for dotted, path in _start_paths(start).items()}
+
+
+def built_prints(start: dict[str, Any]) -> dict[str, str]:
+    """The bytes' print of each start file identified by its :data:`BUILT_FROM` (which build of
+    the recipe a cell trained from: a record's ``built``)."""
+    return {dotted: byte_print(path) for dotted, path in _start_paths(start).items()
+            if (path / BUILT_FROM).is_file()}
+
+
+def _start_paths(start: dict[str, Any]) -> dict[str, Path]:
+    paths = {key(name): get_dotted(start, key(name)) for name in START_FILES}
+    return {dotted: Path(value) for dotted, value in paths.items() if isinstance(value, str) and Path(value).exists()}
 
 
 # --------------------------------------------------------------------------- one cell's config
@@ -242,14 +263,16 @@ def finished(evals: list[dict[str, Any]], steps: int) -> bool:
 
 
 def make_record(cell: Cell, workdir: Path, *, protocol_hash: str, cell_id: str, start_prints: dict[str, str],
-                commit: str, argv: list[str], attempts: int, seconds: float) -> dict[str, Any]:
-    """A finished cell's record: who it is, what it ran, and its curves (evaluations, per-step metrics)."""
+                commit: str, argv: list[str], attempts: int, seconds: float,
+                built: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    """A finished cell's record: who it is, what it ran (``built``: :func:`built_prints`, when a
+    start was identified by its recipe), and its curves (evaluations, per-step metrics)."""
     metrics = [{k: row.get(k) for k in METRIC_FIELDS} for row in read_jsonl(workdir / "metrics.jsonl")]
     config = workdir / "config.json"   # the trainer's resolved config
     return {"arm": cell.arm, "seed": cell.seed, "role": cell.role, "protocol": protocol_hash, "cell": cell_id,
-            "start": start_prints, "commit": commit, "command": argv, "attempts": attempts,
-            "seconds": round(seconds, 1), "evals": read_jsonl(workdir / "evals.jsonl"), "metrics": metrics,
-            "train_config": json.loads(config.read_text()) if config.exists() else None}
+            "start": start_prints, **({"built": built} if built else {}), "commit": commit, "command": argv,
+            "attempts": attempts, "seconds": round(seconds, 1), "evals": read_jsonl(workdir / "evals.jsonl"),
+            "metrics": metrics, "train_config": json.loads(config.read_text()) if config.exists() else None}
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

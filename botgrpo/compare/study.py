@@ -61,7 +61,7 @@ def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: st
               options: Options, stream: TextIO) -> tuple[list[Job], list[tuple[Job, str]]]:
     """Run the unfinished cells of ``role``: ``(finished now, failed)``. A study cell with a
     record never runs again; a pilot's record counts only while its cell is unchanged."""
-    prints = c.start_fingerprints(start)
+    prints, built = c.start_fingerprints(start), c.built_prints(start)
     records = c.load_records(layout, role)
     commit = _commit()
     planned = c.plan(protocol, role, options.arms)
@@ -72,7 +72,7 @@ def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: st
         if record is not None and (role == "study" or record.get("cell") == cell_id):
             done += 1
             continue
-        jobs.append(_job(protocol, layout, cell, cell_id, start, prints, protocol_hash, commit, options))
+        jobs.append(_job(protocol, layout, cell, cell_id, start, prints, built, protocol_hash, commit, options))
     steps = protocol.steps
     totals = Totals(cells=len(planned), done=done, steps_total=len(planned) * steps,
                     steps_done=done * steps + sum(j.start_step for j in jobs), started=time.perf_counter())
@@ -87,7 +87,7 @@ def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: st
 
 
 def _job(protocol: Protocol, layout: c.Layout, cell: c.Cell, cell_id: str, start: dict[str, Any],
-         prints: dict[str, str], protocol_hash: str, commit: str, options: Options) -> Job:
+         prints: dict[str, str], built: dict[str, str], protocol_hash: str, commit: str, options: Options) -> Job:
     workdir = layout.workdir(cell)
     marker = workdir / "cell.json"
     if workdir.exists() and (not marker.exists() or json.loads(marker.read_text()).get("cell") != cell_id):
@@ -108,7 +108,7 @@ def _job(protocol: Protocol, layout: c.Layout, cell: c.Cell, cell_id: str, start
             raise RuntimeError(f"the run ended with its last evaluation at step {last}, not {protocol.steps} "
                                "(a max_seconds in the config?)")
         record = c.make_record(cell, workdir, protocol_hash=protocol_hash, cell_id=cell_id, start_prints=prints,
-                               commit=commit, argv=argv[3:], attempts=attempts, seconds=seconds)
+                               commit=commit, argv=argv[3:], attempts=attempts, seconds=seconds, built=built)
         c.write_record(layout.record(cell), record)
         return f"held-out pass rate {evals[0]['pass_rate']:.3f} -> {evals[-1]['pass_rate']:.3f}"
 
