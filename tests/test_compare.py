@@ -211,6 +211,10 @@ def test_a_built_start_is_what_it_was_built_from_not_its_last_bits(tmp_path):
         (tmp_path / name / c.BUILT_FROM).write_text('{"recipe": {"steps": 48}}')
     assert c.fingerprint(tmp_path / "here") == c.fingerprint(tmp_path / "there")
     assert c.byte_print(tmp_path / "here") != c.byte_print(tmp_path / "there")
+    before = c.byte_print(tmp_path / "here")
+    (tmp_path / "here" / c.BUILT_FROM).unlink()
+    assert c.byte_print(tmp_path / "here") == before   # the record of how it was made is not its bytes
+    (tmp_path / "here" / c.BUILT_FROM).write_text('{"recipe": {"steps": 48}}')
     start = {"model": str(tmp_path / "there"), "data": {"dataset": str(tmp_path / "there" / "model.safetensors")}}
     assert c.built_prints(start) == {"model": c.byte_print(tmp_path / "there")}
     (tmp_path / "there" / c.BUILT_FROM).write_text('{"recipe": {"steps": 49}}')

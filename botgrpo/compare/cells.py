@@ -33,6 +33,7 @@ from botgrpo.trainer.models.pretrained import RECORD as PROVENANCE
 
 RECORD_DIRS = {"study": "cells", "pilot": "pilots"}
 BUILT_FROM = "built-from.json"   # in a start folder a recipe trained: what identifies it (:func:`fingerprint`)
+RECORDS = (PROVENANCE, BUILT_FROM)   # a start folder's records of how it was made, not part of its bytes' print
 
 
 @dataclass(frozen=True)
@@ -149,12 +150,14 @@ def fingerprint(path: str | Path) -> str:
 
 
 def byte_print(path: str | Path) -> str:
-    """:func:`fingerprint` of the bytes alone, :data:`BUILT_FROM` or not."""
+    """:func:`fingerprint` of the bytes alone: the start's files less its records of how it was
+    made (a conversion's, :data:`BUILT_FROM`), so a build has the same one before and after its
+    ``built-from.json`` is written."""
     root, h = Path(path), hashlib.sha256()
     if root.is_file():
         h.update(root.read_bytes())
         return h.hexdigest()[:16]
-    for file in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).as_posix() != PROVENANCE):
+    for file in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).as_posix() not in RECORDS):
         h.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
     return h.hexdigest()[:16]
 
