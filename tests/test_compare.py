@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from botgrpo.compare import cells as c
-from botgrpo.compare import keys, study
+from botgrpo.compare import keys, report, study
 from botgrpo.compare import lock as locking
 from botgrpo.compare.protocol import canonical, differences, digest, load
 from botgrpo.compare.run import Job, LineProgress, Totals, run_jobs
@@ -219,6 +219,19 @@ def test_a_built_start_is_what_it_was_built_from_not_its_last_bits(tmp_path):
     assert c.built_prints(start) == {"model": c.byte_print(tmp_path / "there")}
     (tmp_path / "there" / c.BUILT_FROM).write_text('{"recipe": {"steps": 49}}')
     assert c.fingerprint(tmp_path / "here") != c.fingerprint(tmp_path / "there")
+
+
+def test_the_report_names_the_builds_of_a_recipe_start_and_the_seeds_that_straddle_two():
+    here, there = {"model": "998836e22ae80c8a"}, {"model": "7f7df9f7176c92fe"}
+    records = {("ws0", 1): {"built": here}, ("oracle", 1): {"built": here}, ("ws0", 2): {"built": there},
+               ("oracle", 2): {"built": here}, ("ws0", 3): {"built": there}}
+    assert report.build_lines(records) == [
+        "## Builds of the start", "",
+        "The start is identified by what it was trained from and how (its `built-from.json`); its weights' "
+        "bytes differ with the CPU that trained them. The cells trained from these builds:", "",
+        "- model `998836e22ae80c8a`: 3 cells", "- model `7f7df9f7176c92fe`: 2 cells", "",
+        "Seeds whose arms trained from different builds: 2.", ""]
+    assert report.build_lines({("ws0", 1): {"evals": []}}) == []
 
 
 # --------------------------------------------------------------------------- the lock

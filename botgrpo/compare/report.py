@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -262,11 +263,32 @@ def markdown(protocol: Protocol, lock: Lock, records: Records, results: list[Res
     }
     for name, cell in summary.items():
         lines.append(f"| **{name}** | " + " | ".join(cell(arm) if mine[arm] else "-" for arm in arms) + " |")
-    lines += ["", "## Power (from the pilots, locked with the protocol)", ""]
+    lines += [""] + build_lines(records)
+    lines += ["## Power (from the pilots, locked with the protocol)", ""]
     lines += power_lines(protocol, power) if power else ["No power estimate was locked with this protocol.", ""]
     lines += ["## Figures", "", "![held-out curves](curves.png)", "", "![per-seed paired differences](differences.png)",
               ""]
     return "\n".join(lines)
+
+
+def build_lines(records: Records) -> list[str]:
+    """Which build of a start identified by its recipe (``built-from.json``) each cell trained from
+    (a record's ``built``: the bytes' print): the builds with their cells, and the seeds whose arms
+    trained from different builds. Nothing when no record names a build."""
+    built = {cell: json.dumps(r["built"], sort_keys=True) for cell, r in records.items() if r.get("built")}
+    if not built:
+        return []
+    per_seed: dict[int, set[str]] = {}
+    for (_, seed), build in built.items():
+        per_seed.setdefault(seed, set()).add(build)
+    straddle = sorted(seed for seed, builds in per_seed.items() if len(builds) > 1)
+    lines = ["## Builds of the start", "",
+             "The start is identified by what it was trained from and how (its `built-from.json`); its weights' "
+             "bytes differ with the CPU that trained them. The cells trained from these builds:", ""]
+    lines += [f"- {', '.join(f'{k} `{v}`' for k, v in json.loads(build).items())}: {n} cells"
+              for build, n in Counter(built.values()).most_common()]
+    return lines + ["", "Seeds whose arms trained from different builds: "
+                    + (", ".join(map(str, straddle)) if straddle else "none") + ".", ""]
 
 
 def power_lines(protocol: Protocol, power: dict[str, Any]) -> list[str]:
