@@ -76,9 +76,10 @@ def warm_start(difficulty: chat_chain.Difficulty, recipe: WarmRecipe, base: Path
     out = Path(cache) / f"{recipe.name}-d{d.min_steps}{d.max_steps}o{d.max_operand}{''.join(d.operators)}"
     if (out / "warm.json").exists():
         if not (out / "model" / BUILT_FROM).exists():
-            _write_built_from(out / "model", base, d, recipe, sft_pairs(out / "model", d, recipe, eval_prompts))
+            _write_built_from(out / "model", checked_print(Path(base)), d, recipe,
+                              sft_pairs(out / "model", d, recipe, eval_prompts))
         return out / "model"
-    checked_start(Path(base))
+    base_print = checked_print(Path(base))
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(base, out / "model", ignore=shutil.ignore_patterns(pretrained.RECORD))  # the base's, not this model's
     pairs = sft_pairs(out / "model", d, recipe, eval_prompts)
@@ -86,7 +87,7 @@ def warm_start(difficulty: chat_chain.Difficulty, recipe: WarmRecipe, base: Path
     metrics = sft(out / "model", pairs, max_steps=recipe.steps, max_seconds=None, batch_size=recipe.batch_size,
                   lr=recipe.lr, warmup_steps=recipe.warmup_steps, seed=recipe.seed, threads=recipe.threads,
                   log=log)
-    _write_built_from(out / "model", base, d, recipe, pairs)
+    _write_built_from(out / "model", base_print, d, recipe, pairs)
     (out / "warm.json").write_text(json.dumps({
         "recipe": asdict(recipe), "difficulty": _difficulty(d),
         "losses": [round(x, 4) for x in metrics.losses],
@@ -118,9 +119,9 @@ def built_from(base_print: str, difficulty: chat_chain.Difficulty, recipe: WarmR
             "corpus": corpus}
 
 
-def _write_built_from(model: Path, base: Path, difficulty: chat_chain.Difficulty, recipe: WarmRecipe,
+def _write_built_from(model: Path, base_print: str, difficulty: chat_chain.Difficulty, recipe: WarmRecipe,
                       pairs: list[tuple[str, str]]) -> None:
-    record = built_from(fingerprint(checked_start(Path(base))), difficulty, recipe, pairs)
+    record = built_from(base_print, difficulty, recipe, pairs)
     (model / BUILT_FROM).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
@@ -130,12 +131,18 @@ def _difficulty(d: chat_chain.Difficulty) -> dict[str, object]:
 
 def checked_start(model: Path) -> Path:
     """``model`` if it is the SmolLM2 start this study was written on (:data:`START_FINGERPRINT`)."""
+    checked_print(model)
+    return Path(model)
+
+
+def checked_print(model: Path) -> str:
+    """The print of ``model`` (hashed once) if it is the SmolLM2 start this study was written on."""
     if not Path(model).is_dir():
         raise SystemExit(f"{model}: no SmolLM2 start there: run `make smollm2`")
     found = fingerprint(Path(model))
     if not found.startswith(START_FINGERPRINT):
         raise SystemExit(f"{model}: start {found}, the protocol's is {START_FINGERPRINT}...: run `make smollm2`")
-    return Path(model)
+    return found
 
 
 def prompts(root: Path, difficulty: chat_chain.Difficulty, train_prompts: int, eval_prompts: int) -> dict[str, object]:
