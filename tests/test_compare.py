@@ -17,7 +17,7 @@ from botgrpo.compare import cells as c
 from botgrpo.compare import keys, report, study
 from botgrpo.compare import lock as locking
 from botgrpo.compare.protocol import canonical, differences, digest, load
-from botgrpo.compare.run import Job, LineProgress, Totals, run_jobs
+from botgrpo.compare.run import Deadline, Job, LineProgress, Totals, run_jobs
 from botgrpo.services.settings import SettingsError
 
 PROTOCOL = {
@@ -298,7 +298,8 @@ def test_the_runner_runs_n_at_a_time_reports_each_evaluation_and_survives_a_fail
     totals = Totals(cells=3, done=0, steps_total=12, steps_done=0, started=0.0)
     import time
     totals.started = time.perf_counter()
-    done, failed = run_jobs(jobs, 2, totals, LineProgress(out), tmp_path / "launches.jsonl", poll=0.05)
+    outcome = run_jobs(jobs, 2, totals, LineProgress(out), tmp_path / "launches.jsonl", poll=0.05)
+    done, failed = outcome.finished, outcome.failed
     text = out.getvalue()
     assert {j.cell.name for j in done} == {"x-s0", "z-s0"}
     assert sorted(finished) == [("x-s0", 1), ("z-s0", 1)]
@@ -321,13 +322,84 @@ def test_on_a_terminal_the_runner_draws_bars(tmp_path):
     jobs = [Job(c.Cell(arm, 0, "study"), [sys.executable, str(script), str(tmp_path / arm), "0"], tmp_path / arm, 4)
             for arm in ("x", "y")]
     progress = RichProgress(Console(file=screen, force_terminal=True, width=120))
-    done, failed = run_jobs(jobs, 1, Totals(2, 0, 8, 0, 0.0), progress, tmp_path / "launches.jsonl", poll=0.05)
+    outcome = run_jobs(jobs, 1, Totals(2, 0, 8, 0, 0.0), progress, tmp_path / "launches.jsonl", poll=0.05)
+    done, failed = outcome.finished, outcome.failed
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())   # the terminal's colours
     assert len(done) == 2 and not failed
     assert "all cells" in text and "x-s0: eval at step 4/4, pass_rate 0.400" in text and "y-s0: done in" in text
     # a second run of the same cells counts their attempts on
     run_jobs(jobs[:1], 1, Totals(1, 0, 4, 0, 0.0), LineProgress(io.StringIO()), tmp_path / "launches.jsonl", poll=0.05)
     assert json.loads((tmp_path / "launches.jsonl").read_text().splitlines()[-1])["attempt"] == 2
+
+
+def test_until_reads_a_clock_time_or_a_duration():
+    from datetime import datetime
+
+    now = datetime(2026, 12, 6, 6, 30, 15)
+    at = lambda text: datetime.fromtimestamp(Deadline.parse(text, now).at)
+    assert at("08:40") == datetime(2026, 12, 6, 8, 40)
+    assert at("6:00") == datetime(2026, 12, 7, 6, 0)           # passed today: tomorrow's
+    assert at("06:30") == datetime(2026, 12, 7, 6, 30)          # 15 s ago: tomorrow's
+    assert at("90m") == at("1h30m") == datetime(2026, 12, 6, 8, 0, 15)
+    assert at("2h") == datetime(2026, 12, 6, 8, 30, 15) and at("45s") == datetime(2026, 12, 6, 6, 31)
+    for bad in ("", "25:00", "8:5", "1.5h", "soon", "m"):
+        with pytest.raises(ValueError, match="HH:MM or a duration"):
+            Deadline.parse(bad, now)
+
+
+def test_a_deadline_expects_the_slowest_rate_for_the_steps_a_cell_has_left():
+    job = lambda steps, start: Job(c.Cell("a", 0, "study"), [], Path("."), steps, start)
+    unknown = Deadline(at=1000.0)
+    assert unknown.expected(job(20, 0)) is None and unknown.fits(job(20, 0), 999.0) and not unknown.fits(job(20, 0), 1000.0)
+    deadline = Deadline(at=1000.0, per_step=10.0)
+    assert deadline.expected(job(20, 0)) == 200.0 and deadline.expected(job(20, 15)) == 50.0
+    assert deadline.fits(job(20, 0), 800.0) and not deadline.fits(job(20, 0), 800.5)
+    assert deadline.fits(job(20, 15), 950.0)                       # resuming: only its last 5 steps
+    deadline.observe(job(20, 10), 150.0)                           # 15 s a step: slower, kept
+    assert deadline.per_step == 15.0
+    deadline.observe(job(20, 0), 100.0)                            # 5 s a step: faster, ignored
+    assert deadline.per_step == 15.0
+    assert "until " in deadline.describe(700.0, 20) and "300 s from now" in deadline.describe(700.0, 20)
+    assert "expected to take 300 s" in deadline.describe(700.0, 20)
+
+
+def test_the_runner_starts_no_cell_past_the_deadline_and_stops_what_runs_at_it(tmp_path):
+    import time
+
+    script = tmp_path / "fake.py"
+    script.write_text(FAKE_TRAINER)
+    cell = lambda arm, steps=4, start=0: Job(c.Cell(arm, 0, "study"), [sys.executable, str(script),
+                                                                        str(tmp_path / arm), "0"],
+                                             tmp_path / arm, steps, start)
+    out = io.StringIO()
+    # 1000 s a step: a fresh cell (4 steps) does not fit in the hour left, one resuming at step 3 does
+    deadline = Deadline(time.time() + 3600, per_step=1000.0)
+    outcome = run_jobs([cell("fresh"), cell("resumed", start=3)], 2, Totals(2, 0, 8, 0, time.perf_counter()),
+                       LineProgress(out), tmp_path / "launches.jsonl", poll=0.05, deadline=deadline)
+    assert [j.cell.name for j in outcome.left] == ["fresh-s0"] and [j.cell.name for j in outcome.finished] == ["resumed-s0"]
+    assert re.search(r"fresh-s0: not started, expected to take 4000 s with 3\d{3} s left before the deadline", out.getvalue())
+    assert not (tmp_path / "fresh" / "train.log").exists()
+
+    # unknown rate: a cell starts; still running at the deadline, it is stopped and left, and so is the next
+    slow = Job(c.Cell("slow", 0, "study"), [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "slow", 4)
+    out = io.StringIO()
+    began = time.perf_counter()
+    outcome = run_jobs([slow, cell("next")], 1, Totals(2, 0, 8, 0, began), LineProgress(out),
+                       tmp_path / "launches.jsonl", poll=0.05, deadline=Deadline(time.time() + 1.0))
+    assert time.perf_counter() - began < 20
+    assert [j.cell.name for j in outcome.left] == ["slow-s0", "next-s0"] and not outcome.finished and not outcome.failed
+    assert "slow-s0: stopped at the deadline at step 0/4" in out.getvalue()
+    assert "next-s0: started" not in out.getvalue()
+
+
+def test_the_expected_rate_comes_from_records_run_in_one_attempt(tmp_path):
+    layout = c.Layout(tmp_path / "results", tmp_path / "runs")
+    assert study.recorded_rate(layout) is None
+    evals = [{"step": 0, "pass_rate": 0.3}, {"step": 20, "pass_rate": 0.4}]
+    for arm, seed, role, seconds, attempts in (("a", 1, "study", 1600.0, 1), ("b", 1, "study", 1800.0, 1),
+                                               ("a", 900, "pilot", 1700.0, 1), ("b", 2, "study", 300.0, 2)):
+        put(layout, {**record(arm, seed, role, evals), "seconds": seconds, "attempts": attempts})
+    assert study.recorded_rate(layout) == 90.0      # 1800 s / 20 steps; the resumed cell's 300 s is no rate
 
 
 # --------------------------------------------------------------------------- power and report

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -83,8 +84,11 @@ def test_a_tiny_study_runs_end_to_end_and_resumes_after_a_kill(tmp_path):
         os.killpg(study.pid, signal.SIGKILL)
         study.wait()
     assert not (results / "cells" / "ws0-s0.json").exists()
-    done = compare("--jobs", "2", "--save-every", "2")
+    done = compare("--jobs", "2", "--save-every", "2", "--until", "2h")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # the deadline is far: every cell fits, timed by the pilots (each ran in one attempt)
+    assert re.search(r"until \d\d:\d\d \(7\d{3} s from now\): a cell of 6 steps is expected to take \d+ s", done.stdout)
+    assert "not started" not in done.stdout
 
     started = launches(runs, "study")
     per_cell = {name: [e for e in started if e["cell"] == name] for name in {e["cell"] for e in started}}

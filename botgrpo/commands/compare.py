@@ -9,7 +9,9 @@ In the order a user runs them (docs/compare.md)::
     botgrpo compare study.yaml --report    # the report from the records there ("not yet" where seeds miss)
 
 Cells resume: a finished one (its record written) never runs again; an interrupted one restarts,
-from its last checkpoint with ``--save-every N``.
+from its last checkpoint with ``--save-every N``. ``--until 08:40`` (or ``--until 2h``) starts no
+cell expected to end later and stops what still runs then, for sessions and batch jobs with a
+walltime.
 """
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nice", type=int, default=None, help="run the cells under nice -n N")
     parser.add_argument("--save-every", type=int, default=None, metavar="N",
                         help="checkpoint every N steps, so an interrupted cell resumes where it was")
+    parser.add_argument("--until", default=None, metavar="WHEN",
+                        help="a local time HH:MM or a duration (90m, 2h, 1h30m): start no cell expected to end "
+                             "after it (timed by the slowest finished cell), stop the running ones at it")
     parser.add_argument("--arms", nargs="+", default=None, help="only these arms' cells")
     parser.add_argument("--runs", type=Path, default=None,
                         help="the trainer's directories (default runs/compare/<name>; not committed)")
@@ -39,17 +44,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import os
+    from datetime import datetime
 
     from botgrpo.compare import study
     from botgrpo.compare.protocol import load
+    from botgrpo.compare.run import Deadline
 
     protocol = load(args.protocol)
     layout = study.layout_for(protocol, args.runs)
     if args.jobs < 1:
         raise SystemExit("botgrpo compare: --jobs must be at least 1")
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
+    try:
+        until = Deadline.parse(args.until, datetime.now()).at if args.until is not None else None
+    except ValueError as exc:
+        raise SystemExit(f"botgrpo compare: {exc}") from None
     options = study.Options(jobs=args.jobs, threads=threads, nice=args.nice, save_every=args.save_every,
-                            arms=args.arms)
+                            arms=args.arms, until=until)
     out = sys.stdout
     try:
         return _run(args, protocol, layout, options, out)

@@ -6,12 +6,15 @@ a step) and ``evals.jsonl`` (one line an evaluation): on a terminal a rich bar p
 for the whole run; otherwise one line per evaluation and per finished cell, and between them one
 every :data:`STEP_LINE_SECONDS` while cells step, each with the run's rate (steps a second, all
 cells together) and its ETA. On Ctrl-C or SIGTERM the running cells are
-stopped (SIGTERM, then SIGKILL after :data:`GRACE` seconds); they resume on the next run.
+stopped (SIGTERM, then SIGKILL after :data:`GRACE` seconds); they resume on the next run. With a
+:class:`Deadline` (``--until``) no cell starts that is expected to end after it, and what still
+runs at it is stopped the same way.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +22,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
@@ -40,6 +44,62 @@ class Job:
     start_step: int = 0                      # the checkpoint it resumes from (0: a fresh start)
     resumed_from: Optional[str] = None
     finish: Callable[["Job", int, float], str] = lambda job, attempts, seconds: ""  # writes the record; a summary
+
+
+@dataclass
+class Deadline:
+    """A wall-clock end for a run of cells (a session, a batch job's walltime).
+
+    A cell is expected to take ``per_step * (steps - start_step)`` seconds, ``per_step`` being the
+    slowest rate seen (finished records, then the cells this run finishes); it starts only if it
+    ends by ``at`` (epoch seconds). Unknown rate: it starts.
+    """
+
+    at: float
+    per_step: Optional[float] = None
+
+    @classmethod
+    def parse(cls, text: str, now: datetime) -> "Deadline":
+        """``HH:MM`` (the next such local time) or a duration: ``90m``, ``2h``, ``1h30m``, ``45s``."""
+        clock_ = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", text.strip())
+        if clock_:
+            at = now.replace(hour=int(clock_[1]), minute=int(clock_[2]), second=0, microsecond=0)
+            return cls((at if at > now else at + timedelta(days=1)).timestamp())
+        parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text.strip())
+        if not text.strip() or not parts:
+            raise ValueError(f"--until {text!r}: give a local time HH:MM or a duration such as 90m, 2h, 1h30m")
+        hours, minutes, seconds = (int(g or 0) for g in parts.groups())
+        return cls(now.timestamp() + 3600 * hours + 60 * minutes + seconds)
+
+    def expected(self, job: Job) -> Optional[float]:
+        return None if self.per_step is None else self.per_step * (job.steps - job.start_step)
+
+    def fits(self, job: Job, now: float) -> bool:
+        expected = self.expected(job)
+        return now < self.at and (expected is None or now + expected <= self.at)
+
+    def observe(self, job: Job, seconds: float) -> None:
+        """A cell finished in ``seconds``: the estimate keeps the slowest rate."""
+        steps = job.steps - job.start_step
+        if steps > 0:
+            self.per_step = max(self.per_step or 0.0, seconds / steps)
+
+    def describe(self, now: float, steps: int) -> str:
+        """The deadline, and what a fresh cell of ``steps`` steps is expected to take."""
+        left = max(0.0, self.at - now)
+        rate = (f"a cell of {steps} steps is expected to take {self.per_step * steps:.0f} s (the slowest rate recorded)"
+                if self.per_step is not None else "no finished cell to time yet, so every cell may start")
+        return f"until {time.strftime('%H:%M', time.localtime(self.at))} ({left:.0f} s from now): {rate}"
+
+
+@dataclass
+class Outcome:
+    """What a run of jobs came to: finished, failed (with why), and left for the next run (not
+    started before the deadline, or stopped at it)."""
+
+    finished: list[Job] = field(default_factory=list)
+    failed: list[tuple[Job, str]] = field(default_factory=list)
+    left: list[Job] = field(default_factory=list)
 
 
 @dataclass
@@ -176,24 +236,31 @@ def cell_env(threads: Optional[int]) -> dict[str, str]:
 
 def run_jobs(jobs: list[Job], parallel: int, totals: Totals, progress, launches: Path,
              env: Optional[dict[str, str]] = None, nice: Optional[int] = None,
-             poll: float = 1.0) -> tuple[list[Job], list[tuple[Job, str]]]:
-    """Run ``jobs``, ``parallel`` at a time; ``(finished, [(failed, why)])``. A job finishes when
-    its process exits 0 and its ``finish`` returns (writing the record); anything else fails it
-    (the other jobs go on)."""
+             poll: float = 1.0, deadline: Optional[Deadline] = None) -> Outcome:
+    """Run ``jobs``, ``parallel`` at a time. A job finishes when its process exits 0 and its
+    ``finish`` returns (writing the record); anything else fails it (the other jobs go on). With a
+    ``deadline``, a job that would end after it is left for the next run, and so is one still
+    running at it (stopped: it resumes from its last checkpoint, if any)."""
     pending, running = deque(jobs), []
-    finished: list[Job] = []
-    failed: list[tuple[Job, str]] = []
+    out = Outcome()
     prefix = ["nice", "-n", str(nice)] if nice is not None and shutil.which("nice") else []
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         with progress:
             while pending or running:
                 while pending and len(running) < parallel:
-                    running.append(_launch(pending.popleft(), prefix, env, launches))
+                    job = pending.popleft()
+                    if deadline is not None and not deadline.fits(job, time.time()):
+                        out.left.append(job)
+                        progress.event(f"{job.cell.name}: not started, {_short_of(deadline, job)}", totals)
+                        continue
+                    running.append(_launch(job, prefix, env, launches))
                     totals.running = len(running)
                     r = running[-1]
                     note = f" (resuming {r.job.resumed_from})" if r.job.resumed_from else ""
                     progress.event(f"{r.job.cell.name}: started, attempt {r.attempt}{note}", totals, r.job, r.step)
+                if not running:
+                    break
                 time.sleep(poll)
                 for r in list(running):
                     _watch(r, totals, progress)
@@ -210,23 +277,42 @@ def run_jobs(jobs: list[Job], parallel: int, totals: Totals, progress, launches:
                         summary = r.job.finish(r.job, r.attempt, seconds)
                     except Exception as exc:  # one cell's failure is reported, the others run on
                         why = f"{exc}; last lines of {r.job.workdir / 'train.log'}:\n{_tail(r.job.workdir / 'train.log')}"
-                        failed.append((r.job, why))
+                        out.failed.append((r.job, why))
                         totals.failed += 1
                         totals.steps_done -= r.step
                         progress.event(f"{r.job.cell.name}: FAILED ({exc})", totals)
                     else:
-                        finished.append(r.job)
+                        out.finished.append(r.job)
                         totals.done += 1
                         totals.steps_done += r.job.steps - r.step
+                        if deadline is not None:
+                            deadline.observe(r.job, seconds)
                         progress.event(f"{r.job.cell.name}: done in {seconds:.0f} s, {summary}", totals)
                     progress.ended(r.job)
+                if deadline is not None and time.time() >= deadline.at:   # after the look: a cell just done counts
+                    _stop(running)
+                    for r in running:
+                        out.left.append(r.job)
+                        progress.event(f"{r.job.cell.name}: stopped at the deadline at step {r.step}/{r.job.steps}",
+                                       totals)
+                        progress.ended(r.job)
+                    out.left.extend(pending)
+                    pending.clear()
+                    running = []
+                    totals.running = 0
     except BaseException:
         _stop(running)
         raise
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    return finished, failed
+    return out
+
+
+def _short_of(deadline: Deadline, job: Job) -> str:
+    left = max(0.0, deadline.at - time.time())
+    return (f"expected to take {deadline.expected(job):.0f} s with {left:.0f} s left before the deadline"
+            if left > 0 else "the deadline has passed")
 
 
 def _main_thread() -> bool:

@@ -17,7 +17,7 @@ from botgrpo.compare import lock as locking
 from botgrpo.compare import power as power_
 from botgrpo.compare.endpoints import ENDPOINTS, EndpointUndefined
 from botgrpo.compare.protocol import Protocol, canonical, digest
-from botgrpo.compare.run import Job, Totals, cell_env, progress_for, run_jobs
+from botgrpo.compare.run import Deadline, Job, Outcome, Totals, cell_env, progress_for, run_jobs
 from botgrpo.services.settings import SettingsError
 
 POWER = "power.json"
@@ -32,6 +32,7 @@ class Options:
     nice: Optional[int] = None         # the cells' niceness
     save_every: Optional[int] = None   # checkpoints every N steps, so an interrupted cell resumes
     arms: Optional[list[str]] = None   # only these arms' cells
+    until: Optional[float] = None      # epoch seconds: start no cell expected to end later, stop what runs then
     poll: float = 1.0                  # seconds between looks at the running cells
 
 
@@ -58,9 +59,9 @@ def _commit() -> str:
 
 # --------------------------------------------------------------------------- cells
 def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: str, start: dict[str, Any],
-              options: Options, stream: TextIO) -> tuple[list[Job], list[tuple[Job, str]]]:
-    """Run the unfinished cells of ``role``: ``(finished now, failed)``. A study cell with a
-    record never runs again; a pilot's record counts only while its cell is unchanged."""
+              options: Options, stream: TextIO) -> Outcome:
+    """Run the unfinished cells of ``role``. A study cell with a record never runs again; a
+    pilot's record counts only while its cell is unchanged."""
     prints, built = c.start_fingerprints(start), c.built_prints(start)
     records = c.load_records(layout, role)
     commit = _commit()
@@ -81,9 +82,27 @@ def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: st
           + (f" ({sum(1 for j in jobs if j.resumed_from)} resuming from a checkpoint)" if jobs else ""),
           file=stream, flush=True)
     if not jobs:
-        return [], []
-    return run_jobs(jobs, options.jobs, totals, progress_for(stream), layout.launches(role), cell_env(options.threads),
-                    options.nice, options.poll)
+        return Outcome()
+    deadline = None
+    if options.until is not None:
+        deadline = Deadline(options.until, recorded_rate(layout))
+        print(deadline.describe(time.time(), steps), file=stream, flush=True)
+    outcome = run_jobs(jobs, options.jobs, totals, progress_for(stream), layout.launches(role),
+                       cell_env(options.threads), options.nice, options.poll, deadline)
+    if outcome.left:
+        print(f"{role}: {len(outcome.left)} cells left for the next run (the deadline)"
+              + ("" if options.save_every else "; a stopped cell starts again from scratch without --save-every"),
+              file=stream, flush=True)
+    return outcome
+
+
+def recorded_rate(layout: c.Layout) -> Optional[float]:
+    """The slowest seconds a step among the records of cells that ran in one attempt (pilots and
+    study): what :class:`Deadline` expects a cell to take until this run times its own."""
+    rates = [r["seconds"] / r["evals"][-1]["step"]
+             for role in ("pilot", "study") for r in c.load_records(layout, role).values()
+             if r.get("attempts") == 1 and r.get("seconds") and r.get("evals") and r["evals"][-1]["step"] > 0]
+    return max(rates) if rates else None
 
 
 def _job(protocol: Protocol, layout: c.Layout, cell: c.Cell, cell_id: str, start: dict[str, Any],
@@ -131,7 +150,7 @@ def pilot(protocol: Protocol, layout: c.Layout, options: Options, stream: TextIO
         raise SettingsError("seeds.pilot: the protocol names no pilot seeds")
     with exclusive(layout):
         start = prepare(protocol, layout)
-        _, failed = run_cells(protocol, layout, "pilot", digest(canonical(protocol)), start, options, stream)
+        failed = run_cells(protocol, layout, "pilot", digest(canonical(protocol)), start, options, stream).failed
     _print_failures(failed, stream)
     return 1 if failed else 0
 
@@ -206,7 +225,7 @@ def study(protocol: Protocol, layout: c.Layout, options: Options, stream: TextIO
         if not held.protocol_committed:
             print("note: the protocol file was not committed when the study was locked; commit it with lock.json",
                   file=stream, flush=True)
-        _, failed = run_cells(protocol, layout, "study", held.protocol_hash, start, options, stream)
+        failed = run_cells(protocol, layout, "study", held.protocol_hash, start, options, stream).failed
     _print_failures(failed, stream)
     report(protocol, layout, stream)
     return 1 if failed else 0
