@@ -1,6 +1,7 @@
 """The shared start of the tiny ``botgrpo compare`` studies in the tests: built once per folder."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,3 +19,14 @@ def tiny(root: Path) -> dict[str, Any]:
         (root / "model" / BUILT_FROM).write_text('{"builder": "tests.tiny_setup.tiny_math_setup"}\n')
     return {"model": str(root / "model"), "data": {"dataset": str(root / "train.jsonl")},
             "eval": {"dataset": str(root / "eval.jsonl")}}
+
+
+
+def where(root: Path) -> dict[str, Any]:
+    """Where a setup hook runs: its process id and its folder (a Path), as config values."""
+    return {"setup_pid": os.getpid(), "root": root}
+
+
+def answer(root: Path, value: Any) -> Any:
+    """A setup hook that returns ``value`` as it is."""
+    return value

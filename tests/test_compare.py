@@ -88,6 +88,21 @@ def test_a_missing_base_file_is_named(tmp_path):
         load(write(tmp_path, {"base.config": "nope.yaml"}))
 
 
+def test_the_setup_hook_runs_in_a_process_of_its_own_and_is_checked(tmp_path, monkeypatch):
+    """What a setup loads (a warm start's SFT) must not stay in the process that runs the study."""
+    import os
+
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)      # `tests.compare_setup`, as `python -m` finds it
+    setup = lambda function, **options: load(write(tmp_path, {"setup": {"function": function, "options": options}}))
+    values = c.call_setup(setup("tests.compare_setup:where"), tmp_path / "setup")
+    assert values["setup_pid"] != os.getpid()
+    assert values["root"] == str(tmp_path / "setup")              # a Path comes back as a string
+    with pytest.raises(SettingsError, match="returned list, not a mapping"):
+        c.call_setup(setup("tests.compare_setup:answer", value=[1]), tmp_path / "s")
+    with pytest.raises(SettingsError, match="'tests.compare_setup:nowhere'.*has no attribute 'nowhere'"):
+        c.call_setup(setup("tests.compare_setup:nowhere"), tmp_path / "s")
+
+
 def test_the_hash_covers_every_value_and_the_shared_start_but_not_formatting(tmp_path):
     (tmp_path / "base.yaml").write_text("optim: {lr: 0.001}\nrollout: {group_size: 4}\n")
     first = load(write(tmp_path, {"base.config": "base.yaml"}))
