@@ -347,6 +347,19 @@ def test_on_a_terminal_the_runner_draws_bars(tmp_path):
     assert json.loads((tmp_path / "launches.jsonl").read_text().splitlines()[-1])["attempt"] == 2
 
 
+def test_a_finished_cells_checkpoints_are_removed_and_nothing_else(tmp_path):
+    for step in (5, 10):
+        (tmp_path / f"checkpoint-{step}" / "model").mkdir(parents=True)
+        (tmp_path / f"checkpoint-{step}" / "model" / "weights.bin").write_bytes(b"w" * 1000)
+        (tmp_path / f"checkpoint-{step}" / "state.pt").write_bytes(b"s" * 24)
+    (tmp_path / "latest").symlink_to(tmp_path / "checkpoint-10")
+    for name in ("evals.jsonl", "train.log", "checkpoint-notes.txt"):
+        (tmp_path / name).write_text("kept\n")
+    assert c.drop_checkpoints(tmp_path) == 2 * 1024
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-notes.txt", "evals.jsonl", "train.log"]
+    assert c.drop_checkpoints(tmp_path) == 0
+
+
 def test_until_reads_a_clock_time_or_a_duration():
     from datetime import datetime
 

@@ -96,6 +96,8 @@ def test_a_tiny_study_runs_end_to_end_and_resumes_after_a_kill(tmp_path):
     assert [e["attempt"] for e in per_cell["ws0-s0"]] == [1, 2]  # killed: started again, from its checkpoint
     assert per_cell["ws0-s0"][1]["resumed_from"].startswith("checkpoint-")
     assert len(per_cell["bot_grpo-s1"]) == len(per_cell["ws0-s1"]) == 1 and len(started) == 5
+    # a finished cell keeps its record and its log, not its checkpoints
+    assert not list((runs / "study").glob("*/checkpoint-*")) and (second / "train.log").exists()
     record = json.loads((results / "cells" / "ws0-s0.json").read_text())
     assert record["attempts"] == 2 and [e["step"] for e in record["evals"]] == [0, 2, 4, 6]
     assert record["protocol"] == json.loads((results / "lock.json").read_text())["protocol_hash"]

@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nice", type=int, default=None, help="run the cells under nice -n N")
     parser.add_argument("--save-every", type=int, default=None, metavar="N",
                         help="checkpoint every N steps, so an interrupted cell resumes where it was")
+    parser.add_argument("--keep-checkpoints", action="store_true",
+                        help="keep a finished cell's checkpoints (by default removed once its record is written)")
     parser.add_argument("--until", default=None, metavar="WHEN",
                         help="a local time HH:MM or a duration (90m, 2h, 1h30m): start no cell expected to end "
                              "after it (timed by the slowest finished cell), stop the running ones at it")
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise SystemExit(f"botgrpo compare: {exc}") from None
     options = study.Options(jobs=args.jobs, threads=threads, nice=args.nice, save_every=args.save_every,
-                            arms=args.arms, until=until)
+                            arms=args.arms, until=until, keep_checkpoints=args.keep_checkpoints)
     out = sys.stdout
     try:
         return _run(args, protocol, layout, options, out)

@@ -33,6 +33,7 @@ class Options:
     save_every: Optional[int] = None   # checkpoints every N steps, so an interrupted cell resumes
     arms: Optional[list[str]] = None   # only these arms' cells
     until: Optional[float] = None      # epoch seconds: start no cell expected to end later, stop what runs then
+    keep_checkpoints: bool = False     # a finished cell's checkpoints stay (else removed once its record is written)
     poll: float = 1.0                  # seconds between looks at the running cells
 
 
@@ -129,6 +130,8 @@ def _job(protocol: Protocol, layout: c.Layout, cell: c.Cell, cell_id: str, start
         record = c.make_record(cell, workdir, protocol_hash=protocol_hash, cell_id=cell_id, start_prints=prints,
                                commit=commit, argv=argv[3:], attempts=attempts, seconds=seconds, built=built)
         c.write_record(layout.record(cell), record)
+        if not options.keep_checkpoints:
+            c.drop_checkpoints(workdir)
         return f"held-out pass rate {evals[0]['pass_rate']:.3f} -> {evals[-1]['pass_rate']:.3f}"
 
     return Job(cell, argv, workdir, protocol.steps, int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
