@@ -99,7 +99,7 @@ def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: st
 
 def recorded_rate(layout: c.Layout) -> Optional[float]:
     """The slowest seconds a step among the records of cells that ran in one attempt (pilots and
-    study): what :class:`Deadline` expects a cell to take until this run times its own."""
+    study): the rate a :class:`Deadline` starts from (the cells this run finishes can only raise it)."""
     rates = [r["seconds"] / r["evals"][-1]["step"]
              for role in ("pilot", "study") for r in c.load_records(layout, role).values()
              if r.get("attempts") == 1 and r.get("seconds") and r.get("evals") and r["evals"][-1]["step"] > 0]
