@@ -5,7 +5,8 @@ In the order a user runs them (docs/compare.md)::
     botgrpo compare study.yaml --pilot     # pilot seeds of the primary (and gate) arms; before the lock
     botgrpo compare study.yaml --power     # from the pilots: the smallest effect the study detects
     botgrpo compare study.yaml --lock      # lock the protocol (commit the lock with it), run nothing
-    botgrpo compare study.yaml --jobs 2    # lock if needed, run the unfinished study cells, report
+    botgrpo compare study.yaml --jobs 2    # lock if needed, run the unfinished study cells, report once all are in
+    botgrpo compare study.yaml --status    # progress, blind to the results: cells finished, under way, time left
     botgrpo compare study.yaml --report    # the report from the records there ("not yet" where seeds miss)
 
 Cells resume: a finished one (its record written) never runs again; an interrupted one restarts,
@@ -27,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--power", action="store_true", help="estimate the power from the pilots (power.json)")
     mode.add_argument("--lock", action="store_true", help="write the lock and stop")
     mode.add_argument("--report", action="store_true", help="write the report from the records present")
+    mode.add_argument("--status", action="store_true",
+                      help="the study's progress, blind to its results: cells finished and under way, time left")
     parser.add_argument("--jobs", type=int, default=1, help="cells side by side, each its own process (default 1)")
     parser.add_argument("--threads", type=int, default=None,
                         help="OMP_NUM_THREADS (and so torch threads) per cell (default: cores / jobs)")
@@ -93,5 +96,8 @@ def _run(args: argparse.Namespace, protocol, layout, options, out) -> int:
         return 0
     if args.report:
         study.report(protocol, layout, out)
+        return 0
+    if args.status:
+        study.status(protocol, layout, out, args.jobs)
         return 0
     return study.study(protocol, layout, options, out, require_power=not args.no_power)

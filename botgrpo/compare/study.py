@@ -15,6 +15,7 @@ from typing import Any, Iterator, Optional, TextIO
 from botgrpo.compare import cells as c
 from botgrpo.compare import lock as locking
 from botgrpo.compare import power as power_
+from botgrpo.compare import status as status_
 from botgrpo.compare.endpoints import ENDPOINTS, EndpointUndefined
 from botgrpo.compare.protocol import Protocol, canonical, digest
 from botgrpo.compare.run import Deadline, Job, Outcome, Totals, cell_env, progress_for, run_jobs
@@ -221,7 +222,9 @@ def lock(protocol: Protocol, layout: c.Layout, require_power: bool = True,
 
 
 def study(protocol: Protocol, layout: c.Layout, options: Options, stream: TextIO, require_power: bool = True) -> int:
-    """Lock (if not yet), run the study's unfinished cells, write the report."""
+    """Lock (if not yet), run the study's unfinished cells, then the report once every cell is in;
+    until then its progress only (:mod:`botgrpo.compare.status`: a look at the paired differences
+    before the last seed is an interim analysis the protocol did not name)."""
     with exclusive(layout):
         start = prepare(protocol, layout)
         held = lock(protocol, layout, require_power, start)
@@ -230,8 +233,19 @@ def study(protocol: Protocol, layout: c.Layout, options: Options, stream: TextIO
                   file=stream, flush=True)
         failed = run_cells(protocol, layout, "study", held.protocol_hash, start, options, stream).failed
     _print_failures(failed, stream)
-    report(protocol, layout, stream)
+    if status(protocol, layout, stream, options.jobs).left:
+        print("the report waits for every cell (botgrpo compare PROTOCOL --report writes an interim one on request)",
+              file=stream, flush=True)
+    else:
+        report(protocol, layout, stream)
     return 1 if failed else 0
+
+
+def status(protocol: Protocol, layout: c.Layout, stream: TextIO, jobs: int = 1) -> status_.Progress:
+    """Print the study's progress, blind to its results; return it."""
+    progress = status_.progress(protocol, layout, locking.read(layout.results))
+    print("\n".join(status_.lines(protocol, progress, jobs)), file=stream, flush=True)
+    return progress
 
 
 def report(protocol: Protocol, layout: c.Layout, stream: TextIO) -> dict[str, Any]:
