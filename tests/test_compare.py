@@ -606,6 +606,7 @@ def test_the_status_counts_cells_and_times_the_rest_without_reading_a_result(tmp
     assert out.getvalue().splitlines()[:2] == ["study t: 0 of 24 cells finished; every arm on 0 of 6 seeds",
                                                "not locked yet: no study cell has run (botgrpo compare PROTOCOL "
                                                "--lock, or a run)"]
+    assert "another protocol" not in out.getvalue()
 
 
 def test_a_study_run_that_leaves_cells_prints_its_progress_not_a_report(tmp_path):

@@ -66,7 +66,7 @@ def progress(protocol: Protocol, layout: c.Layout, lock: Optional[Lock]) -> Prog
                                       int(checkpoint.name.split("-")[-1]) if checkpoint else None))
     return Progress(
         planned=planned, finished=frozenset(mine),
-        foreign=sorted(f"{arm}-s{seed}" for (arm, seed) in records if (arm, seed) not in mine),
+        foreign=sorted(f"{arm}-s{seed}" for (arm, seed) in records if held is not None and (arm, seed) not in mine),
         under_way=under_way,
         seconds=[r["seconds"] for r in mine.values() if r.get("attempts") == 1 and r.get("seconds")],
         builds=Counter(json.dumps(r["built"], sort_keys=True) for r in mine.values() if r.get("built")),
