@@ -1,8 +1,8 @@
 """``botgrpo compare`` end to end through the real CLI: a tiny protocol (2 arms, 2 study seeds, 2
 pilot seeds, 6 steps of the tiny policy, the in-process reward server ``botgrpo train`` starts),
-its pilots before the lock, the power estimate, the lock, a study killed mid-cell and run again
-(the finished cell is not rerun, the killed one resumes from its checkpoint), the report, and a
-changed protocol refused."""
+its pilots before the lock, the power estimate, the lock, a study killed mid-cell, its progress,
+and the study run again (the finished cell is not rerun, the killed one resumes from its
+checkpoint), the report, and a changed protocol refused."""
 from __future__ import annotations
 
 import json
@@ -84,6 +84,12 @@ def test_a_tiny_study_runs_end_to_end_and_resumes_after_a_kill(tmp_path):
         os.killpg(study.pid, signal.SIGKILL)
         study.wait()
     assert not (results / "cells" / "ws0-s0.json").exists()
+    # the progress, blind: the killed cell is named with the checkpoint it resumes from
+    done = compare("--status", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert "study tiny: 1 of 4 cells finished; every arm on 0 of 2 seeds" in done.stdout
+    assert re.search(r"under way or stopped: ws0-s0 at step \d of 6, resumes from checkpoint-[24]", done.stdout)
+    assert "pass" not in done.stdout and "next: ws0-s0, bot_grpo-s1, ws0-s1" in done.stdout
     done = compare("--jobs", "2", "--save-every", "2", "--until", "2h")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # the deadline is far: every cell fits, timed by the pilots (each ran in one attempt)

@@ -107,7 +107,8 @@ def lines(protocol: Protocol, p: Progress, jobs: int = 1) -> list[str]:
         out.append("every cell is in: botgrpo compare PROTOCOL --report")
     if p.builds:
         out.append("builds of the start: " + "; ".join(
-            f"{', '.join(f'{k} {v}' for k, v in json.loads(b).items())}: {n} cells" for b, n in p.builds.most_common()))
+            f"{', '.join(f'{k} {v}' for k, v in json.loads(b).items())}: {n} cell{'s' * (n != 1)}"
+            for b, n in p.builds.most_common()))
     if p.foreign:
         out.append(f"records made under another protocol (not counted): {', '.join(p.foreign)}")
     return out
