@@ -308,21 +308,25 @@ def test_the_runner_runs_n_at_a_time_reports_each_evaluation_and_survives_a_fail
         return "ok"
 
     jobs = [Job(c.Cell(arm, 0, "study"), [sys.executable, str(script), str(tmp_path / arm), code],
-                tmp_path / arm, 4, finish=finish) for arm, code in (("x", "0"), ("y", "3"), ("z", "0"))]
+                tmp_path / arm, 4, finish=finish, blind=arm == "w")
+            for arm, code in (("x", "0"), ("y", "3"), ("z", "0"), ("w", "0"))]
     out = io.StringIO()
-    totals = Totals(cells=3, done=0, steps_total=12, steps_done=0, started=0.0)
+    totals = Totals(cells=4, done=0, steps_total=16, steps_done=0, started=0.0)
     import time
     totals.started = time.perf_counter()
     outcome = run_jobs(jobs, 2, totals, LineProgress(out), tmp_path / "launches.jsonl", poll=0.05)
     done, failed = outcome.finished, outcome.failed
     text = out.getvalue()
-    assert {j.cell.name for j in done} == {"x-s0", "z-s0"}
-    assert sorted(finished) == [("x-s0", 1), ("z-s0", 1)]
+    assert {j.cell.name for j in done} == {"x-s0", "z-s0", "w-s0"}
+    assert sorted(finished) == [("w-s0", 1), ("x-s0", 1), ("z-s0", 1)]
     assert [j.cell.name for j, _ in failed] == ["y-s0"] and "exit code 3" in failed[0][1] and "boom" in failed[0][1]
     assert "x-s0: eval at step 2/4, pass_rate 0.200" in text and "y-s0: FAILED (exit code 3)" in text
-    assert "cells 2/3 done, 0 running, 1 failed" in text and "ETA" in text and "steps/s" in text
+    # a blind cell's evaluations are named, never their values
+    assert "w-s0: eval at step 2/4 |" in text and "w-s0: eval at step 4/4 |" in text and not any("w-s0" in line and "pass_rate" in line
+                                                           for line in text.splitlines())
+    assert "cells 3/4 done, 0 running, 1 failed" in text and "ETA" in text and "steps/s" in text
     launches = [json.loads(line) for line in (tmp_path / "launches.jsonl").read_text().splitlines()]
-    assert [entry["cell"] for entry in launches] == ["x-s0", "y-s0", "z-s0"]
+    assert [entry["cell"] for entry in launches] == ["x-s0", "y-s0", "z-s0", "w-s0"]
     assert all(entry["attempt"] == 1 for entry in launches)
 
 

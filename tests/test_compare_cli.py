@@ -95,6 +95,10 @@ def test_a_tiny_study_runs_end_to_end_and_resumes_after_a_kill(tmp_path):
     # the deadline is far: every cell fits, timed by the pilots (each ran in one attempt)
     assert re.search(r"until \d\d:\d\d \(7\d{3} s from now\): a cell of 6 steps is expected to take \d+ s", done.stdout)
     assert "not started" not in done.stdout
+    # a study cell's progress lines name its evaluations, never their values (the pilots' do)
+    cell_lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
+    assert any("ws0-s1: eval at step 6/6 |" in line for line in cell_lines)   # its last, read once it ended
+    assert not [line for line in cell_lines if "pass" in line]
 
     started = launches(runs, "study")
     per_cell = {name: [e for e in started if e["cell"] == name] for name in {e["cell"] for e in started}}

@@ -44,6 +44,7 @@ class Job:
     start_step: int = 0                      # the checkpoint it resumes from (0: a fresh start)
     resumed_from: Optional[str] = None
     finish: Callable[["Job", int, float], str] = lambda job, attempts, seconds: ""  # writes the record; a summary
+    blind: bool = False                      # its lines name no evaluation's value (a study cell: no interim look)
 
 
 @dataclass
@@ -263,8 +264,8 @@ def run_jobs(jobs: list[Job], parallel: int, totals: Totals, progress, launches:
                     break
                 time.sleep(poll)
                 for r in list(running):
-                    _watch(r, totals, progress)
                     code = r.process.poll()
+                    _watch(r, totals, progress)   # after the poll: an ended cell's last lines are all read
                     if code is None:
                         continue
                     r.log.close()
@@ -366,10 +367,9 @@ def _watch(r: _Running, totals: Totals, progress) -> None:
         r.step = max(steps)
         progress.stepped(r.job, r.step, totals)
     for row in _new_rows(r, "evals.jsonl"):
-        rate = row.get("pass_rate")
-        progress.event(f"{r.job.cell.name}: eval at step {row['step']}/{r.job.steps}, pass_rate "
-                       f"{rate:.3f}" if rate is not None else f"{r.job.cell.name}: eval at step {row['step']}",
-                       totals)
+        rate = None if r.job.blind else row.get("pass_rate")
+        progress.event(f"{r.job.cell.name}: eval at step {row['step']}/{r.job.steps}"
+                       + (f", pass_rate {rate:.3f}" if rate is not None else ""), totals)
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -133,10 +133,13 @@ def _job(protocol: Protocol, layout: c.Layout, cell: c.Cell, cell_id: str, start
         c.write_record(layout.record(cell), record)
         if not options.keep_checkpoints:
             c.drop_checkpoints(workdir)
+        if blind:
+            return f"record {layout.record(cell).relative_to(layout.results)}"
         return f"held-out pass rate {evals[0]['pass_rate']:.3f} -> {evals[-1]['pass_rate']:.3f}"
 
+    blind = cell.role == "study"   # a study's lines show no result before the report (a pilot's do)
     return Job(cell, argv, workdir, protocol.steps, int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
-               checkpoint.name if checkpoint else None, finish)
+               checkpoint.name if checkpoint else None, finish, blind)
 
 
 def prepare(protocol: Protocol, layout: c.Layout) -> dict[str, Any]:
