@@ -581,6 +581,9 @@ def test_the_status_counts_cells_and_times_the_rest_without_reading_a_result(tmp
     fresh.mkdir(parents=True)
     (fresh / "metrics.jsonl").write_text(json.dumps({"step": 2}) + "\n")
     layout.workdir(c.Cell("b", 2, "study")).mkdir(parents=True)   # a folder and nothing in it: not under way
+    launched = layout.workdir(c.Cell("a", 2, "study"))
+    launched.mkdir(parents=True)
+    (launched / "train.log").write_text("loading\n")                 # launched, no step yet
 
     out = io.StringIO()
     progress = study.status(protocol, layout, out, jobs=2)
@@ -592,9 +595,11 @@ def test_the_status_counts_cells_and_times_the_rest_without_reading_a_result(tmp
         "  d    0 of 6",
         "under way or stopped: a-s1 at step 7 of 10, resumes from checkpoint-5 (--save-every)",
         "under way or stopped: c-s2 at step 2 of 10, no checkpoint: starts again from step 0",
+        "under way or stopped: a-s2 at step 0 of 10, no checkpoint: starts again from step 0",
         "next: a-s1, c-s2, b-s2 and 15 more",
         # the resumed cell's 300 s is not a cell's time; the median of 1600 1650 1700 1800 2000 is 1700
-        "a cell took 1,600-2,000 s (median 1,700) in one attempt; the 18 left need about 4.2 h at 2 at a time",
+        "a cell took 1,600-2,000 s (median 1,700) in one attempt; the 18 left need about 4.2 h at the median, "
+        "5.0 h at the slowest, 2 at a time",
         "builds of the start: model x1: 3 cells; model x2: 3 cells",
         "records made under another protocol (not counted): d-s0"]
     assert [cell.name for cell in progress.left][:3] == ["a-s1", "c-s2", "b-s2"]

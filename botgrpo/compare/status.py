@@ -61,7 +61,7 @@ def progress(protocol: Protocol, layout: c.Layout, lock: Optional[Lock]) -> Prog
             continue
         steps = c.read_jsonl(workdir / "metrics.jsonl")
         checkpoint = c.latest_checkpoint(workdir)
-        if steps or checkpoint:
+        if steps or checkpoint or (workdir / "train.log").exists():   # the log: launched, before its first step
             under_way.append(UnderWay(cell.name, steps[-1]["step"] if steps else 0,
                                       int(checkpoint.name.split("-")[-1]) if checkpoint else None))
     return Progress(
@@ -100,9 +100,10 @@ def lines(protocol: Protocol, p: Progress, jobs: int = 1) -> list[str]:
                    + (f" and {len(p.left) - shown} more" if len(p.left) > shown else ""))
         if p.seconds:
             median = statistics.median(p.seconds)
-            hours = median * len(p.left) / max(1, jobs) / 3600
+            hours = [x * len(p.left) / max(1, jobs) / 3600 for x in (median, max(p.seconds))]
             out.append(f"a cell took {min(p.seconds):,.0f}-{max(p.seconds):,.0f} s (median {median:,.0f}) in one "
-                       f"attempt; the {len(p.left)} left need about {hours:.1f} h at {jobs} at a time")
+                       f"attempt; the {len(p.left)} left need about {hours[0]:.1f} h at the median, {hours[1]:.1f} h "
+                       f"at the slowest, {jobs} at a time")
     else:
         out.append("every cell is in: botgrpo compare PROTOCOL --report")
     if p.builds:
