@@ -76,7 +76,7 @@ def progress(protocol: Protocol, layout: c.Layout, lock: Optional[Lock]) -> Prog
 
 def lines(protocol: Protocol, p: Progress, jobs: int = 1) -> list[str]:
     """``p`` in words: counts per arm, the seeds every arm finished, the cells under way, the time
-    the cells left should take at ``jobs`` at a time (from the median cell), the builds."""
+    the cells left should take at ``jobs`` at a time (at the median and the slowest cell), the builds."""
     seeds, arms = protocol.seeds.study, list(protocol.arms)
     done = len(p.planned) - len(p.left)
     complete = p.seeds_complete(seeds, arms)
