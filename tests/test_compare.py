@@ -424,14 +424,24 @@ def test_the_runner_starts_no_cell_past_the_deadline_and_stops_what_runs_at_it(t
     assert "next-s0: started" not in out.getvalue()
 
 
-def test_the_expected_rate_comes_from_records_run_in_one_attempt(tmp_path):
+def test_the_expected_rate_comes_from_records_run_in_one_attempt_on_the_same_build(tmp_path):
     layout = c.Layout(tmp_path / "results", tmp_path / "runs")
-    assert study.recorded_rate(layout) is None
+    assert study.recorded_rate(layout) == (None, "the slowest rate recorded")
     evals = [{"step": 0, "pass_rate": 0.3}, {"step": 20, "pass_rate": 0.4}]
-    for arm, seed, role, seconds, attempts in (("a", 1, "study", 1600.0, 1), ("b", 1, "study", 1800.0, 1),
-                                               ("a", 900, "pilot", 1700.0, 1), ("b", 2, "study", 300.0, 2)):
-        put(layout, {**record(arm, seed, role, evals), "seconds": seconds, "attempts": attempts})
-    assert study.recorded_rate(layout) == 90.0      # 1800 s / 20 steps; the resumed cell's 300 s is no rate
+    fast, slow = {"model": "fa57"}, {"model": "510w"}
+    for arm, seed, role, seconds, attempts, built in (
+            ("a", 1, "study", 1600.0, 1, fast), ("b", 1, "study", 1800.0, 1, fast),
+            ("a", 900, "pilot", 1700.0, 1, fast), ("b", 2, "study", 300.0, 2, fast),
+            ("a", 2, "study", 3400.0, 1, slow)):
+        put(layout, {**record(arm, seed, role, evals), "seconds": seconds, "attempts": attempts, "built": built})
+    # the resumed cell's 300 s is no rate; a build no record shares: every record counts (3400 s / 20)
+    assert study.recorded_rate(layout) == (170.0, "the slowest rate recorded")
+    assert study.recorded_rate(layout, {"model": "new"}) == (170.0, "the slowest rate recorded")
+    # the fast build's machines: only its 3 one-attempt records (1800 s / 20 steps)
+    assert study.recorded_rate(layout, fast) == (90.0, "the slowest rate recorded with this build of the start, 3 cells")
+    assert study.recorded_rate(layout, slow)[0] == 170.0
+    described = Deadline(10_000.0, *study.recorded_rate(layout, fast)).describe(0.0, 20)
+    assert "expected to take 1800 s (the slowest rate recorded with this build of the start, 3 cells)" in described
 
 
 # --------------------------------------------------------------------------- power and report

@@ -52,12 +52,13 @@ class Deadline:
     """A wall-clock end for a run of cells (a session, a batch job's walltime).
 
     A cell is expected to take ``per_step * (steps - start_step)`` seconds, ``per_step`` being the
-    slowest rate seen (finished records, then the cells this run finishes); it starts only if it
-    ends by ``at`` (epoch seconds). Unknown rate: it starts.
+    slowest rate seen (finished records, then the cells this run finishes; ``basis`` says which
+    records); it starts only if it ends by ``at`` (epoch seconds). Unknown rate: it starts.
     """
 
     at: float
     per_step: Optional[float] = None
+    basis: str = "the slowest rate recorded"
 
     @classmethod
     def parse(cls, text: str, now: datetime) -> "Deadline":
@@ -88,7 +89,7 @@ class Deadline:
     def describe(self, now: float, steps: int) -> str:
         """The deadline, and what a fresh cell of ``steps`` steps is expected to take."""
         left = max(0.0, self.at - now)
-        rate = (f"a cell of {steps} steps is expected to take {self.per_step * steps:.0f} s (the slowest rate recorded)"
+        rate = (f"a cell of {steps} steps is expected to take {self.per_step * steps:.0f} s ({self.basis})"
                 if self.per_step is not None else "no finished cell to time yet, so every cell may start")
         return f"until {time.strftime('%H:%M', time.localtime(self.at))} ({left:.0f} s from now): {rate}"
 

@@ -87,7 +87,7 @@ def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: st
         return Outcome()
     deadline = None
     if options.until is not None:
-        deadline = Deadline(options.until, recorded_rate(layout))
+        deadline = Deadline(options.until, *recorded_rate(layout, built))
         print(deadline.describe(time.time(), steps), file=stream, flush=True)
     outcome = run_jobs(jobs, options.jobs, totals, progress_for(stream), layout.launches(role),
                        cell_env(options.threads), options.nice, options.poll, deadline)
@@ -98,13 +98,18 @@ def run_cells(protocol: Protocol, layout: c.Layout, role: str, protocol_hash: st
     return outcome
 
 
-def recorded_rate(layout: c.Layout) -> Optional[float]:
+def recorded_rate(layout: c.Layout, built: Optional[dict[str, str]] = None) -> tuple[Optional[float], str]:
     """The slowest seconds a step among the records of cells that ran in one attempt (pilots and
-    study): the rate a :class:`Deadline` starts from (the cells this run finishes can only raise it)."""
-    rates = [r["seconds"] / r["evals"][-1]["step"]
+    study), and where it came from: the rate a :class:`Deadline` starts from (the cells this run
+    finishes can only raise it). Records whose start was built to the same bytes as ``built`` ran
+    on the same kind of CPU (the bytes depend on it), so when there are any, only they count."""
+    timed = [(r["seconds"] / r["evals"][-1]["step"], r.get("built"))
              for role in ("pilot", "study") for r in c.load_records(layout, role).values()
              if r.get("attempts") == 1 and r.get("seconds") and r.get("evals") and r["evals"][-1]["step"] > 0]
-    return max(rates) if rates else None
+    alike = [rate for rate, b in timed if built and b == built]
+    if alike:
+        return max(alike), f"the slowest rate recorded with this build of the start, {len(alike)} cells"
+    return (max(rate for rate, _ in timed) if timed else None), "the slowest rate recorded"
 
 
 def _job(protocol: Protocol, layout: c.Layout, cell: c.Cell, cell_id: str, start: dict[str, Any],
