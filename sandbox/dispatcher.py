@@ -4,7 +4,9 @@ process, and turns every worker failure into failing results plus a restart.
 Failure policy: when a batch fails as a whole we cannot tell which file caused it (except for
 an oversized response, which carries its id), so the worker is restarted and each unanswered
 job is re-run alone. A solo job that fails again gets ``timed_out``/``crashed`` set. This costs
-one extra timeout for a pathological file but never fails innocent neighbours.
+one extra timeout for a pathological file but never fails innocent neighbours. A job that was
+alone when its worker crashed is re-run once too: the worker may have died before the job
+reached it (an external kill), and an innocent file must not take the blame.
 
 Poisoned workers: a worker whose compiler service died (esbuild's Go process out of memory,
 tsgo unable to check a known-good file) answers with ``poisoned`` instead of a verdict, for
@@ -35,6 +37,7 @@ from botgrpo.sandbox.launcher import NODE_DIR
 from botgrpo.sandbox.results import CompileResult, failure, from_response
 from botgrpo.sandbox.worker_process import (
     ResponseTooLarge,
+    WorkerCrashed,
     WorkerError,
     WorkerProcess,
     WorkerTimeout,
@@ -336,7 +339,10 @@ class WorkerSlot:
         if isinstance(error, ResponseTooLarge) and error.request_id in by_id:
             job = by_id.pop(error.request_id)
             job.resolve(failure(job.code, f"Compiler output too large: {error}", elapsed))
-        if len(by_id) == 1 or retry:
+        # A lone job is guilty of a timeout or an oversized answer, but not of every crash: its
+        # worker may have died before the job reached it (killed from outside between the
+        # liveness check and the write), so a crash earns it one run alone on a fresh worker.
+        if retry or (len(by_id) == 1 and not isinstance(error, WorkerCrashed)):
             for job in by_id.values():
                 job.resolve(self._failure_for(job, error, elapsed, signals))
             return
